@@ -1,0 +1,5 @@
+import sys
+
+from mixnmt.cli import main
+
+sys.exit(main())

@@ -1,0 +1,172 @@
+"""Batched greedy and beam search over any model's encode/step interface, and `translate`."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from mixnmt import checkpoint
+from mixnmt.batching import pad, read_ids
+from mixnmt.files import write_lines
+from mixnmt.models import Seq2Seq, reorder
+from mixnmt.tokenize import BOS, EOS, PAD, Tokenizer
+from mixnmt.train import pick_device
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """The `decode` section of the config."""
+
+    beam: int = 5
+    length_penalty: float = 1.0
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    batch_size: int = 64
+
+
+def max_lengths(src: Tensor, config: DecodeConfig) -> Tensor:
+    """Per-sentence output limit in tokens, EOS included: a * source length + b."""
+    lengths = (src != PAD).sum(1)
+    return (config.max_len_a * lengths.float()).long() + config.max_len_b
+
+
+def next_logprobs(logits: Tensor, at_limit: Tensor) -> Tensor:
+    """Log-probabilities (N, V) of the next token; PAD and BOS are never produced, and
+    rows that reached their length limit may only produce EOS."""
+    logp = logits.float().log_softmax(-1)
+    logp[:, [PAD, BOS]] = -math.inf
+    only_eos = torch.full_like(logp, -math.inf)
+    only_eos[:, EOS] = 0.0
+    return torch.where(at_limit[:, None], only_eos, logp)
+
+
+@torch.no_grad()
+def greedy(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[int]]:
+    """Most probable next token at every step, for a batch of sources (B, S)."""
+    b = src.size(0)
+    limit = max_lengths(src, config)
+    state = model.encode(src)
+    y = torch.full((b,), BOS, dtype=torch.long, device=src.device)
+    done = torch.zeros(b, dtype=torch.bool, device=src.device)
+    out = []
+    for t in range(int(limit.max())):
+        logits, state = model.step(state, y)
+        logp = next_logprobs(logits, t + 1 >= limit)
+        y = logp.argmax(-1).masked_fill(done, PAD)
+        out.append(y)
+        done |= y == EOS
+        if done.all():
+            break
+    tokens = torch.stack(out, 1).tolist()
+    return [_strip(seq) for seq in tokens]
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[int]]:
+    """Batched beam search with length normalisation score / length ** length_penalty.
+
+    Each step ranks 2K candidates per sentence; EOS candidates among the best K are
+    finished hypotheses, the best K others continue. A sentence is done once K
+    hypotheses have finished; at the length limit only EOS may follow.
+    """
+    b, k = src.size(0), config.beam
+    device = src.device
+    limit = max_lengths(src, config).repeat_interleave(k)  # (B*K,)
+    state = reorder(model.encode(src), torch.arange(b, device=device).repeat_interleave(k))
+    scores = torch.full((b, k), -math.inf, device=device)
+    scores[:, 0] = 0.0  # all beams start identical: keep one
+    y = torch.full((b * k,), BOS, dtype=torch.long, device=device)
+    history = torch.empty(b, k, 0, dtype=torch.long, device=device)
+    best_score = torch.full((b,), -math.inf, device=device)
+    best: list[list[int]] = [[] for _ in range(b)]
+    finished = torch.zeros(b, dtype=torch.long, device=device)
+    offsets = torch.arange(b, device=device)[:, None] * k
+    for t in range(int(limit.max())):
+        logits, state = model.step(state, y)
+        logp = next_logprobs(logits, t + 1 >= limit)  # (B*K, V)
+        v = logp.size(-1)
+        cand = (scores.view(-1, 1) + logp).view(b, k * v)
+        top_scores, top = cand.topk(2 * k, dim=1)  # (B, 2K)
+        origin, token = top // v, top % v
+        is_eos = token == EOS
+        # Finished hypotheses: EOS among the best K candidates of a sentence still searching.
+        final = is_eos & (torch.arange(2 * k, device=device) < k) & (finished < k)[:, None]
+        normed = (top_scores / (t + 1) ** config.length_penalty).masked_fill(~final, -math.inf)
+        cand_best, cand_pos = normed.max(1)
+        improved = (cand_best > best_score).nonzero().flatten().tolist()
+        if improved:
+            rows = history[improved, origin[improved, cand_pos[improved]]].tolist()
+            for i, row in zip(improved, rows):
+                best[i] = row
+            best_score = torch.maximum(best_score, cand_best)
+        finished += final.sum(1)
+        # The K best non-EOS candidates continue.
+        keep_scores, keep = top_scores.masked_fill(is_eos, -math.inf).topk(k, dim=1)  # (B, K)
+        scores = keep_scores
+        origin = origin.gather(1, keep)
+        y = token.gather(1, keep).flatten()
+        history = torch.cat([history.gather(1, origin[..., None].expand(-1, -1, t)), y.view(b, k, 1)], 2)
+        state = reorder(state, (offsets + origin).flatten())
+        if bool((finished >= k).all()):
+            break
+    return [_strip(seq) for seq in best]
+
+
+def _strip(seq: list[int]) -> list[int]:
+    """Tokens before the first EOS (or padding)."""
+    for i, tok in enumerate(seq):
+        if tok in (EOS, PAD):
+            return seq[:i]
+    return seq
+
+
+def translate_ids(
+    model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device
+) -> list[list[int]]:
+    """Target ids for every source sentence, in input order; an empty source gives []."""
+    search = greedy if config.beam == 1 else beam_search
+    out: list[list[int]] = [[] for _ in sources]
+    order = sorted((i for i, s in enumerate(sources) if s), key=lambda i: len(sources[i]))
+    for start in range(0, len(order), config.batch_size):
+        chunk = order[start : start + config.batch_size]
+        src = pad([sources[i] + [EOS] for i in chunk]).to(device)
+        for i, hyp in zip(chunk, search(model, src, config)):
+            out[i] = hyp
+    return out
+
+
+def translate(
+    checkpoint_path: Path,
+    source_ids: Path,
+    spm_files: tuple[Path, Path],
+    output: Path,
+    config: DecodeConfig,
+) -> None:
+    """Decode a file of source ids into detokenised text, exactly one line per source line."""
+    device = pick_device()
+    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
+    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok).to(device)
+    sources = read_ids(source_ids)
+    start = time.perf_counter()
+    hyps = translate_ids(model, sources, config, device)
+    seconds = time.perf_counter() - start
+    # A line break inside a hypothesis would break the one-line-per-source invariant.
+    lines = [" ".join(text.split()) for text in tgt_tok.decode(hyps)]
+    write_lines(output, lines)
+    log.info(
+        "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",
+        checkpoint_path,
+        len(lines),
+        config.beam,
+        seconds,
+        len(lines) / seconds,
+        output,
+    )

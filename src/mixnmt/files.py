@@ -1,0 +1,88 @@
+"""File helpers: atomic writes, checksums and strict line reading."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from mixnmt import MixnmtError
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to `path`; rename it onto `path` only on success.
+
+    On any exception the temporary file is removed, so a failed write never leaves a
+    partial `path` behind and an existing `path` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """Atomically write `lines`, each terminated by a newline, as UTF-8."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line)
+            f.write("\n")
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Atomically write `text` as UTF-8."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """Lines of a UTF-8 text file, gzip-compressed or not.
+
+    Only line breaks end a line (\\n, \\r\\n or a lone \\r); other Unicode separators
+    such as U+2028 stay inside their line. A final line break does not add an empty
+    line. Invalid UTF-8 is an error naming the file and line.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise MixnmtError(f"{path}: not a valid gzip file ({e})") from None
+    if not data:
+        return []
+    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise MixnmtError(f"{path}: invalid UTF-8 at line {line}") from None
+    return text.removesuffix("\n").split("\n")
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Atomically write `data`."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)

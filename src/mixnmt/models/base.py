@@ -1,0 +1,66 @@
+"""What every model shares: embeddings, the tied output projection, masks, decoder state."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor, nn
+
+from mixnmt.tokenize import PAD
+
+State = dict[str, Tensor]
+"""A decoder's cache between steps: tensors whose first dimension is the batch."""
+
+
+class Seq2Seq(nn.Module, ABC):
+    """An encoder-decoder over padded id tensors.
+
+    `forward` scores a whole target prefix at once (teacher forcing); `encode` followed
+    by repeated `step` computes the same logits one token at a time, as search does.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int, shared_vocab: bool):
+        super().__init__()
+        self.d_model = d_model
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=PAD)
+        self.src_embed = self.tgt_embed if shared_vocab else nn.Embedding(src_vocab, d_model, padding_idx=PAD)
+        for embed in dict.fromkeys([self.tgt_embed, self.src_embed]):  # once if shared
+            nn.init.normal_(embed.weight, std=d_model**-0.5)
+            nn.init.zeros_(embed.weight[PAD])
+
+    def output(self, h: Tensor) -> Tensor:
+        """Next-token logits from decoder features (..., d): the target embedding, tied."""
+        return h @ self.tgt_embed.weight.t()
+
+    @abstractmethod
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Logits (B, T, V) for source ids (B, S) and target-prefix ids (B, T)."""
+
+    @abstractmethod
+    def encode(self, src: Tensor) -> State:
+        """The decoder's initial state for source ids (B, S)."""
+
+    @abstractmethod
+    def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
+        """Logits (B, V) after feeding the previous tokens y (B,), and the new state."""
+
+
+def source_mask(src: Tensor) -> Tensor:
+    """True at real source tokens, False at padding: (B, S)."""
+    return src != PAD
+
+
+def reorder(state: State, index: Tensor) -> State:
+    """Select (and repeat) batch rows of every tensor in a decoder state."""
+    return {name: t.index_select(0, index) for name, t in state.items()}
+
+
+def sinusoids(positions: Tensor, d: int) -> Tensor:
+    """Sinusoidal position encodings (len(positions), d) of Vaswani et al. (2017)."""
+    inv_freq = torch.exp(
+        torch.arange(0, d, 2, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / d)
+    )
+    angles = positions.float()[:, None] * inv_freq[None, :]
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)

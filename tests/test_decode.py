@@ -1,0 +1,111 @@
+import itertools
+import math
+
+import pytest
+import torch
+
+from mixnmt import MixnmtError, checkpoint
+from mixnmt.batching import pad
+from mixnmt.decode import DecodeConfig, beam_search, greedy, next_logprobs, translate, translate_ids
+from mixnmt.files import read_lines
+from mixnmt.models import REGISTRY, build
+from mixnmt.tokenize import BOS, EOS, UNK, Tokenizer
+from test_models import SMALL
+
+
+def model_for(name, vocab, seed=0):
+    torch.manual_seed(seed)
+    return build(name, {**SMALL[name], "dropout": 0.0}, vocab, vocab, shared_vocab=True).eval()
+
+
+def sources(vocab, n=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [
+        torch.randint(4, vocab, (int(torch.randint(1, 10, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_beam_of_one_is_greedy(name):
+    model = model_for(name, 30)
+    src = pad([s + [EOS] for s in sources(30)])
+    config = DecodeConfig(beam=1)
+    assert beam_search(model, src, config) == greedy(model, src, config)
+
+
+def sequence_logprob(model, src, tokens, limit):
+    """Log-probability of `tokens` + EOS under the search's own next-token rule."""
+    state, y, total = model.encode(src), torch.tensor([BOS]), 0.0
+    for t, tok in enumerate(tokens + [EOS]):
+        logits, state = model.step(state, y)
+        total += float(next_logprobs(logits, torch.tensor([t + 1 >= limit]))[0, tok])
+        y = torch.tensor([tok])
+    return total
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_wide_beam_finds_the_exact_best_hypothesis(length_penalty):
+    """With a beam as wide as the hypothesis space, search is exhaustive."""
+    vocab, limit = 6, 4  # outputs: UNK, 4, 5 then EOS; at most 3 tokens before EOS
+    model = model_for("transformer", vocab, seed=3)
+    src = torch.tensor([[4, 5, 4, EOS]])
+    config = DecodeConfig(beam=40, length_penalty=length_penalty, max_len_a=0.0, max_len_b=limit)
+    candidates = [list(c) for n in range(limit) for c in itertools.product([UNK, 4, 5], repeat=n)]
+    with torch.no_grad():
+        scored = {
+            tuple(c): sequence_logprob(model, src, c, limit) / (len(c) + 1) ** length_penalty
+            for c in candidates
+        }
+    best = max(scored, key=scored.get)
+    assert beam_search(model, src, config) == [list(best)]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_translate_ids_keeps_order_empty_lines_and_batch_independence(beam):
+    model = model_for("transformer", 30)
+    srcs = sources(30, n=9)
+    srcs[3] = []
+    config = DecodeConfig(beam=beam, batch_size=4, max_len_b=5)
+    batched = translate_ids(model, srcs, config, torch.device("cpu"))
+    alone = [translate_ids(model, [s], config, torch.device("cpu"))[0] for s in srcs]
+    assert batched == alone
+    assert batched[3] == []
+    limits = [math.floor(config.max_len_a * (len(s) + 1)) + config.max_len_b for s in srcs]
+    assert all(len(h) < lim for h, lim in zip(batched, limits))
+
+
+@pytest.fixture
+def random_checkpoint(tiny_spm, tmp_path):
+    tok = Tokenizer(tiny_spm)
+    model = model_for("transformer", len(tok))
+    record = checkpoint.vocab_record(tok)
+    path = tmp_path / "model.pt"
+    checkpoint.save(
+        path,
+        "transformer",
+        {**SMALL["transformer"], "dropout": 0.0},
+        model,
+        {"src": record, "tgt": record, "shared": True},
+    )
+    return path
+
+
+def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, tmp_path):
+    ids = tmp_path / "test.ids"
+    ids.write_text("10 11 12\n\n13\n\n14 15\n\n")
+    out = tmp_path / "out" / "test.txt"
+    translate(random_checkpoint, ids, (tiny_spm, tiny_spm), out, DecodeConfig(beam=2, max_len_b=4))
+    lines = read_lines(out)
+    assert len(lines) == 6
+    assert {1, 3, 5} <= {i for i, line in enumerate(lines) if not line}
+
+
+def test_checkpoint_with_another_vocabulary_is_refused(random_checkpoint, tiny_source, tmp_path):
+    from mixnmt import tokenize
+
+    other = tmp_path / "other.model"
+    tokenize.train([tiny_source / "train.en"], other, vocab_size=40)
+    tok = Tokenizer(other)
+    with pytest.raises(MixnmtError, match="trained with a different src vocabulary"):
+        checkpoint.load_model(random_checkpoint, tok, tok)

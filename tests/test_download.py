@@ -1,0 +1,99 @@
+import hashlib
+import http.server
+import threading
+
+import pytest
+
+from mixnmt import MixnmtError
+from mixnmt.cli import main
+from mixnmt.download import download, source_url
+
+PAYLOAD = b"Ein Hund rennt .\n" * 100
+SHA = hashlib.sha256(PAYLOAD).hexdigest()
+
+
+@pytest.fixture
+def server():
+    """A local HTTP server; `plan` lists how to answer successive requests."""
+    plan: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            how = plan.pop(0) if plan else "ok"
+            if self.path != "/data/file.gz":
+                self.send_error(404)
+            elif how == "error":
+                self.send_error(503)
+            elif how == "truncate":
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(PAYLOAD)))
+                self.end_headers()
+                self.wfile.write(PAYLOAD[:50])
+                self.close_connection = True
+            else:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(PAYLOAD)))
+                self.end_headers()
+                self.wfile.write(PAYLOAD)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/data", plan
+    httpd.shutdown()
+
+
+def test_source_url_forms(tmp_path):
+    assert source_url("https://host/a/", "f.gz") == "https://host/a/f.gz"
+    assert source_url("file:///srv/m", "f.gz") == "file:///srv/m/f.gz"
+    assert source_url(str(tmp_path), "f.gz") == (tmp_path / "f.gz").as_uri()
+
+
+def test_download_from_local_folder_and_file_url(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "file.gz").write_bytes(PAYLOAD)
+    for i, base in enumerate([str(mirror), mirror.as_uri()]):
+        dest = tmp_path / f"out{i}" / "file.gz"
+        download(source_url(base, "file.gz"), dest, SHA)
+        assert dest.read_bytes() == PAYLOAD
+
+
+def test_download_retries_transient_http_errors(server, tmp_path):
+    base, plan = server
+    plan += ["error", "truncate"]
+    dest = tmp_path / "file.gz"
+    download(source_url(base, "file.gz"), dest, SHA, retries=2, backoff=0.01)
+    assert dest.read_bytes() == PAYLOAD
+
+
+def test_download_truncated_every_time_fails_and_leaves_nothing(server, tmp_path):
+    base, plan = server
+    plan += ["truncate"] * 3
+    dest = tmp_path / "file.gz"
+    with pytest.raises(MixnmtError, match=r"file\.gz: download from .* failed after 3 attempts \(truncated"):
+        download(source_url(base, "file.gz"), dest, SHA, retries=2, backoff=0.01)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_missing_file_is_final(server, tmp_path):
+    base, _ = server
+    with pytest.raises(MixnmtError, match="HTTP 404"):
+        download(source_url(base, "nope.gz"), tmp_path / "nope.gz", SHA, retries=3, backoff=10)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_checksum_mismatch_is_a_one_line_error_without_output(tmp_path, capsys):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "file.gz").write_bytes(PAYLOAD + b"tampered")
+    dest = tmp_path / "data" / "file.gz"
+    assert main(["download", str(mirror), str(dest), "--sha256", SHA]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert err.startswith(f"mixnmt download: error: {dest}: sha256 mismatch")
+    assert f"expected {SHA}, got {hashlib.sha256(PAYLOAD + b'tampered').hexdigest()}" in err
+    assert not dest.exists() and list(dest.parent.iterdir()) == []

@@ -1,0 +1,161 @@
+"""The Snakemake workflow: config validation, the job graph, and the tiny chain end to end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tinydata
+from conftest import ROOT
+from mixnmt.files import read_lines
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run the project's workflow in `workdir`, where config.yaml is a copy of the project's."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(workdir),
+            "--cores",
+            "2",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    return tmp_path
+
+
+def overlay(workdir: Path, text: str) -> str:
+    path = workdir / "overlay.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
+    """The job-count table of a dry run."""
+    counts = {}
+    lines = result.stdout.splitlines()
+    start = lines.index("Job stats:") + 3
+    for line in lines[start:]:
+        if not line.strip() or line.startswith("total"):
+            break
+        name, count = line.split()
+        counts[name] = int(count)
+    return counts
+
+
+def test_dry_run_lists_every_stage(workdir):
+    result = snakemake(workdir, "-n")
+    assert result.returncode == 0, result.stderr
+    assert jobs(result) == {
+        "aggregate": 1,
+        "all": 1,
+        "download": 6,
+        "prepare": 3,
+        "score": 1,
+        "spm_encode": 5,
+        "spm_train": 1,
+        "train": 1,
+        "translate": 1,
+    }
+    assert "results/multi30k/checkpoints/transformer.pt" in result.stdout
+    assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
+
+
+def test_command_line_overrides(workdir):
+    result = snakemake(workdir, "-n", "--config", "experiment=smoke", "mirror=/srv/mirror", "max_steps=5")
+    assert result.returncode == 0, result.stderr
+    assert "results/smoke/scores.tsv" in result.stdout and "results/multi30k" not in result.stdout
+    assert "mixnmt download /srv/mirror data/multi30k/train.en.gz" in result.stdout
+    assert '"max_steps": 5' in result.stdout
+
+
+def test_overlay_adds_a_test_set(workdir):
+    a, b = "a" * 64, "b" * 64
+    extra = overlay(
+        workdir,
+        f"""
+datasets:
+  multi30k:
+    test:
+      test_2017_flickr:
+        en: {{file: test_2017_flickr.en.gz, sha256: {a}}}
+        de: {{file: test_2017_flickr.de.gz, sha256: {b}}}
+""",
+    )
+    result = snakemake(workdir, "-n", "--configfile", extra)
+    assert result.returncode == 0, result.stderr
+    counts = jobs(result)
+    assert (counts["translate"], counts["score"], counts["download"]) == (2, 2, 8)
+    assert "results/multi30k/scores/transformer/test_2017_flickr.json" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--config", "max_steps=many"], "'many' is not of type 'integer', 'null'"),
+        (["--config", "experiment=a/b"], "'a/b' does not match"),
+        (
+            "models:\n  transfomer: {d_model: 8}\n",
+            "Additional properties are not allowed ('transfomer' was unexpected)",
+        ),
+        ("train:\n  lr: fast\n", "'fast' is not of type 'number'"),
+        ("dataset: wmt14\n", "config: dataset: 'wmt14' is not one of datasets: multi30k"),
+    ],
+)
+def test_config_violating_the_schema_is_refused(workdir, args, expected):
+    if isinstance(args, str):
+        args = ["--configfile", overlay(workdir, args)]
+    result = snakemake(workdir, "-n", *args)
+    assert result.returncode != 0
+    assert expected in result.stderr + result.stdout
+    assert not (workdir / "results").exists()
+
+
+@pytest.mark.slow
+def test_tiny_experiment_end_to_end(workdir):
+    tinydata.write_corpus(workdir / "data" / "tiny-source")
+    result = snakemake(workdir, "--configfile", str(ROOT / "tests" / "tiny.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = workdir / "results" / "tiny"
+
+    table = pd.read_csv(out / "scores.tsv", sep="\t")
+    assert list(zip(table.model, table.testset)) == [("transformer", "test_a"), ("transformer", "test_b")]
+    assert (table.bleu > 20).all(), table  # the tiny task is learnable
+    for testset, n in (("test_a", 30), ("test_b", 20)):
+        hyps = read_lines(out / "translations" / "transformer" / f"{testset}.txt")
+        assert len(hyps) == n
+    assert read_lines(out / "translations" / "transformer" / "test_a.txt")[5] == ""
+    metrics = pd.read_csv(out / "train" / "transformer" / "metrics.tsv", sep="\t")
+    assert len(metrics) == 40 and metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
+    assert (out / "logs" / "train" / "transformer.log").stat().st_size > 0
+
+    # Nothing to redo, also when the data now come from a different mirror.
+    again = snakemake(
+        workdir,
+        "-n",
+        "--configfile",
+        str(ROOT / "tests" / "tiny.yaml"),
+        "--config",
+        f"mirror={workdir / 'data' / 'tiny-source'}",
+    )
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

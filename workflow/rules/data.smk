@@ -1,0 +1,30 @@
+rule download:
+    output:
+        "data/{dataset}/{file}",
+    params:
+        base=download_base,
+        sha256=pinned_sha256,
+    log:
+        logged("download/{dataset}/{file}"),
+    conda:
+        "../../envs/text.yaml"
+    shell:
+        "mixnmt download {params.base:q} {output:q} --sha256 {params.sha256:q} 2> {log:q}"
+
+
+rule prepare:
+    input:
+        src=lambda w: raw_file(w.split, SRC),
+        tgt=lambda w: raw_file(w.split, TGT),
+    output:
+        src=f"{OUT}/corpus/{{split}}.{SRC}",
+        tgt=f"{OUT}/corpus/{{split}}.{TGT}",
+    params:
+        filter=max_words,
+    log:
+        logged("prepare/{split}"),
+    conda:
+        "../../envs/text.yaml"
+    shell:
+        "mixnmt prepare {input.src:q} {input.tgt:q} {output.src:q} {output.tgt:q} {params.filter}"
+        " 2> {log:q}"

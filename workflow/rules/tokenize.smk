@@ -1,0 +1,31 @@
+rule spm_train:
+    input:
+        spm_training_text,
+    output:
+        f"{OUT}/spm/{{name}}.model",
+    params:
+        spm=config["spm"],
+        seed=config["seed"],
+    log:
+        logged("spm_train/{name}"),
+    conda:
+        "../../envs/text.yaml"
+    shell:
+        "mixnmt spm-train --input {input:q} --model {output:q}"
+        " --vocab-size {params.spm[vocab_size]} --model-type {params.spm[model_type]:q}"
+        " --character-coverage {params.spm[character_coverage]} --seed {params.seed}"
+        " 2> {log:q}"
+
+
+rule spm_encode:
+    input:
+        text=f"{OUT}/corpus/{{split}}.{{lang}}",
+        model=lambda w: spm_model(w.lang),
+    output:
+        ids("{split}", "{lang}"),
+    log:
+        logged("spm_encode/{split}.{lang}"),
+    conda:
+        "../../envs/text.yaml"
+    shell:
+        "mixnmt spm-encode --model {input.model:q} {input.text:q} {output:q} 2> {log:q}"

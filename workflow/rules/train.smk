@@ -1,0 +1,23 @@
+rule train:
+    input:
+        train=[ids("train", SRC), ids("train", TGT)],
+        valid=[ids("valid", SRC), ids("valid", TGT)],
+        spm=[spm_model(SRC), spm_model(TGT)],
+    output:
+        checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
+        metrics=f"{OUT}/train/{{model}}/metrics.tsv",
+    params:
+        hparams=hparams,
+        config=train_config,
+    log:
+        logged("train/{model}"),
+    threads: 8
+    resources:
+        gpu=1,
+    conda:
+        "../../envs/torch.yaml"
+    shell:
+        "mixnmt train --model {wildcards.model:q} --hparams {params.hparams:q}"
+        " --config {params.config:q} --threads {threads}"
+        " --train {input.train:q} --valid {input.valid:q} --spm {input.spm:q}"
+        " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} 2> {log:q}"

@@ -1,0 +1,19 @@
+rule translate:
+    input:
+        checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
+        source=ids("{testset}", SRC),
+        spm=[spm_model(SRC), spm_model(TGT)],
+    output:
+        f"{OUT}/translations/{{model}}/{{testset}}.txt",
+    params:
+        config=json.dumps(config["decode"]),
+    log:
+        logged("translate/{model}/{testset}"),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        "../../envs/torch.yaml"
+    shell:
+        "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
