@@ -1,3 +1,4 @@
+import json
 import math
 
 import pandas as pd
@@ -28,6 +29,7 @@ def run(tiny_ids, tiny_spm, out, **config):
         (tiny_spm, tiny_spm),
         out / "model.pt",
         out / "metrics.tsv",
+        out / "manifest.json",
     )
     return pd.read_csv(out / "metrics.tsv", sep="\t"), checkpoint.load(out / "model.pt")
 
@@ -47,6 +49,18 @@ def test_training_writes_metrics_and_the_best_checkpoint(tiny_ids, tiny_spm, tmp
     tok = tokenize.Tokenizer(tiny_spm)
     model = checkpoint.load_model(tmp_path / "model.pt", tok, tok)
     assert ckpt["params"] == sum(p.numel() for p in model.parameters())
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (manifest["model"], manifest["params"], manifest["hparams"]) == (
+        "transformer",
+        ckpt["params"],
+        HPARAMS,
+    )
+    assert manifest["best"] == {
+        "epoch": ckpt["epoch"],
+        "step": ckpt["step"],
+        "valid_loss": ckpt["valid_loss"],
+    }
+    assert manifest["train"]["lr"] == 3e-3 and manifest["device"] == "cpu"
 
 
 def test_max_steps_caps_training_mid_epoch(tiny_ids, tiny_spm, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -71,13 +72,14 @@ def test_dry_run_lists_every_stage(workdir):
         "all": 1,
         "download": 6,
         "prepare": 3,
-        "score": 1,
+        "score": 5,
         "spm_encode": 5,
         "spm_train": 1,
-        "train": 1,
-        "translate": 1,
+        "train": 5,
+        "translate": 5,
     }
-    assert "results/multi30k/checkpoints/transformer.pt" in result.stdout
+    for model in ("rnn", "mixture", "mixture2", "transformer", "attention"):
+        assert f"results/multi30k/checkpoints/{model}.pt" in result.stdout
     assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
 
 
@@ -105,7 +107,7 @@ datasets:
     result = snakemake(workdir, "-n", "--configfile", extra)
     assert result.returncode == 0, result.stderr
     counts = jobs(result)
-    assert (counts["translate"], counts["score"], counts["download"]) == (2, 2, 8)
+    assert (counts["translate"], counts["score"], counts["download"]) == (10, 10, 8)
     assert "results/multi30k/scores/transformer/test_2017_flickr.json" in result.stdout
 
 
@@ -138,16 +140,22 @@ def test_tiny_experiment_end_to_end(workdir):
     assert result.returncode == 0, result.stderr[-3000:]
     out = workdir / "results" / "tiny"
 
-    table = pd.read_csv(out / "scores.tsv", sep="\t")
-    assert list(zip(table.model, table.testset)) == [("transformer", "test_a"), ("transformer", "test_b")]
-    assert (table.bleu > 20).all(), table  # the tiny task is learnable
-    for testset, n in (("test_a", 30), ("test_b", 20)):
-        hyps = read_lines(out / "translations" / "transformer" / f"{testset}.txt")
-        assert len(hyps) == n
-    assert read_lines(out / "translations" / "transformer" / "test_a.txt")[5] == ""
+    models = ["attention", "mixture", "mixture2", "rnn", "transformer"]
+    table = pd.read_csv(out / "scores.tsv", sep="\t").set_index(["testset", "model"])
+    assert list(table.index) == [(t, m) for t in ("test_a", "test_b") for m in models]
+    # The tiny task is learnable: the models that attend to the source nearly solve it.
+    assert (table.xs("attention", level="model").bleu > 50).all(), table
+    assert (table.xs("transformer", level="model").bleu > 50).all(), table
+    for model in models:
+        for testset, n in (("test_a", 30), ("test_b", 20)):
+            hyps = read_lines(out / "translations" / model / f"{testset}.txt")
+            assert len(hyps) == n
+        assert read_lines(out / "translations" / model / "test_a.txt")[5] == ""  # the empty source line
+        manifest = json.loads((out / "train" / model / "manifest.json").read_text())
+        assert manifest["model"] == model and manifest["params"] > 0
+        assert f"{manifest['params']} parameters" in (out / "logs" / "train" / f"{model}.log").read_text()
     metrics = pd.read_csv(out / "train" / "transformer" / "metrics.tsv", sep="\t")
     assert len(metrics) == 40 and metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
-    assert (out / "logs" / "train" / "transformer.log").stat().st_size > 0
 
     # Nothing to redo, also when the data now come from a different mirror.
     again = snakemake(

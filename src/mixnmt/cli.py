@@ -65,6 +65,7 @@ def cmd_train(a: argparse.Namespace) -> None:
         tuple(a.spm),
         a.checkpoint,
         a.metrics,
+        a.manifest,
     )
 
 
@@ -134,7 +135,8 @@ def parser() -> argparse.ArgumentParser:
         "--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="SentencePiece models"
     )
     s.add_argument("--checkpoint", type=Path, required=True)
-    s.add_argument("--metrics", type=Path, required=True)
+    s.add_argument("--metrics", type=Path, required=True, help="per-epoch metrics (TSV)")
+    s.add_argument("--manifest", type=Path, required=True, help="what the run was (JSON)")
     s.add_argument("--threads", type=int)
 
     s = command("translate", cmd_translate, "translate a file of source ids into text")

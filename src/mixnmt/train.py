@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import random
@@ -17,8 +18,8 @@ from tqdm import tqdm
 
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import ParallelData, padding_fraction
-from mixnmt.files import write_lines
-from mixnmt.models import Seq2Seq, build
+from mixnmt.files import write_lines, write_text
+from mixnmt.models import Seq2Seq, build, resolve
 from mixnmt.tokenize import PAD, Tokenizer
 
 log = logging.getLogger(__name__)
@@ -102,8 +103,10 @@ def train(
     spm_files: tuple[Path, Path],
     checkpoint_path: Path,
     metrics_path: Path,
+    manifest_path: Path,
 ) -> None:
-    """Train `model_name` and write its best checkpoint (by validation loss) and metrics."""
+    """Train `model_name`; write its best checkpoint (by validation loss), per-epoch
+    metrics, and a JSON manifest of the run (parameter count, resolved settings)."""
     seed_everything(config.seed)
     device = pick_device()
     dtype = autocast_dtype(device)
@@ -114,6 +117,7 @@ def train(
         "tgt": checkpoint.vocab_record(tgt_tok),
         "shared": shared,
     }
+    hparams = resolve(model_name, hparams)
     model = build(model_name, hparams, len(src_tok), len(tgt_tok), shared).to(device)
     train_data, valid_data = ParallelData.load(*train_files), ParallelData.load(*valid_files)
     if not len(train_data) or not len(valid_data):
@@ -201,7 +205,7 @@ def train(
         if config.max_steps is not None and step >= config.max_steps:
             break
 
-    epoch, step, state = best_state
+    best_epoch, best_step, state = best_state
     model.load_state_dict(state)
     checkpoint.save(
         checkpoint_path,
@@ -209,16 +213,28 @@ def train(
         hparams,
         model,
         vocab,
-        epoch=epoch,
-        step=step,
+        epoch=best_epoch,
+        step=best_step,
         valid_loss=best_loss,
         params=n_params,
     )
+    manifest = {
+        "model": model_name,
+        "params": n_params,
+        "hparams": hparams,
+        "train": asdict(config),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "steps": step,
+        "best": {"epoch": best_epoch, "step": best_step, "valid_loss": best_loss},
+        "seconds": time.perf_counter() - start,
+    }
+    write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
     log.info(
         "%s: best epoch %d (step %d, valid loss %.4f) -> %s",
         model_name,
-        epoch,
-        step,
+        best_epoch,
+        best_step,
         best_loss,
         checkpoint_path,
     )

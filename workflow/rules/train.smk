@@ -6,6 +6,7 @@ rule train:
     output:
         checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
         metrics=f"{OUT}/train/{{model}}/metrics.tsv",
+        manifest=f"{OUT}/train/{{model}}/manifest.json",
     params:
         hparams=hparams,
         config=train_config,
@@ -20,4 +21,5 @@ rule train:
         "mixnmt train --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --config {params.config:q} --threads {threads}"
         " --train {input.train:q} --valid {input.valid:q} --spm {input.spm:q}"
-        " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} 2> {log:q}"
+        " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} --manifest {output.manifest:q}"
+        " 2> {log:q}"

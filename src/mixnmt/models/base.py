@@ -14,11 +14,16 @@ State = dict[str, Tensor]
 """A decoder's cache between steps: tensors whose first dimension is the batch."""
 
 
+Weights = dict[str, Tensor]
+"""Analysis weights by name (attention alignments, mixture responsibilities)."""
+
+
 class Seq2Seq(nn.Module, ABC):
     """An encoder-decoder over padded id tensors.
 
     `forward` scores a whole target prefix at once (teacher forcing); `encode` followed
-    by repeated `step` computes the same logits one token at a time, as search does.
+    by repeated `step` computes the same logits one token at a time, as search does;
+    `analyse` returns the weights models.md asks the figures to show.
     """
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int, shared_vocab: bool):
@@ -30,13 +35,25 @@ class Seq2Seq(nn.Module, ABC):
             nn.init.normal_(embed.weight, std=d_model**-0.5)
             nn.init.zeros_(embed.weight[PAD])
 
+    def embed(self, embedding: nn.Embedding, ids: Tensor) -> Tensor:
+        """Embeddings scaled to unit variance per dimension: (..., d)."""
+        return embedding(ids) * math.sqrt(self.d_model)
+
     def output(self, h: Tensor) -> Tensor:
         """Next-token logits from decoder features (..., d): the target embedding, tied."""
         return h @ self.tgt_embed.weight.t()
 
-    @abstractmethod
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Logits (B, T, V) for source ids (B, S) and target-prefix ids (B, T)."""
+        return self.teacher_forcing(src, tgt)[0]
+
+    def analyse(self, src: Tensor, tgt: Tensor) -> Weights:
+        """The model's analysis weights while it reads `tgt` after `src`; zero on padding."""
+        return self.teacher_forcing(src, tgt, keep_weights=True)[1]
+
+    @abstractmethod
+    def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
+        """Logits (B, T, V) and, if `keep_weights`, the analysis weights."""
 
     @abstractmethod
     def encode(self, src: Tensor) -> State:

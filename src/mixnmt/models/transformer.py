@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mixnmt.models.base import Seq2Seq, State, sinusoids, source_mask
+from mixnmt.models.base import Seq2Seq, State, Weights, sinusoids, source_mask
+from mixnmt.tokenize import PAD
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -70,12 +71,18 @@ class CrossAttention(nn.Module):
         k, v = self.kv(memory).chunk(2, dim=-1)
         return split_heads(k, self.heads), split_heads(v, self.heads)
 
-    def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    def forward(
+        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor, keep_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         q = split_heads(self.q(x), self.heads)  # (B,H,T,dk)
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
-        )
-        return self.out(merge_heads(y))
+        dropout = self.dropout if self.training else 0.0
+        if not keep_weights:  # fused kernel
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            return self.out(merge_heads(y)), None
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B,H,T,S)
+        weights = scores.masked_fill(~mask, -math.inf).softmax(-1)
+        y = F.dropout(weights, dropout) @ v
+        return self.out(merge_heads(y)), weights
 
 
 class FeedForward(nn.Sequential):
@@ -112,11 +119,13 @@ class DecoderLayer(nn.Module):
         v: Tensor,
         mask: Tensor,
         cache: tuple[Tensor, Tensor] | None = None,
-    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        keep_weights: bool = False,
+    ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
         a, cache = self.self_attn(self.norm1(x), cache=cache)
         x = x + self.drop(a)
-        x = x + self.drop(self.cross_attn(self.norm2(x), k, v, mask))
-        return x + self.drop(self.ffn(self.norm3(x))), cache
+        a, weights = self.cross_attn(self.norm2(x), k, v, mask, keep_weights)
+        x = x + self.drop(a)
+        return x + self.drop(self.ffn(self.norm3(x))), cache, weights
 
 
 class Transformer(Seq2Seq):
@@ -139,26 +148,31 @@ class Transformer(Seq2Seq):
         self.enc_norm, self.dec_norm = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.drop = nn.Dropout(dropout)
 
-    def embed(self, embedding: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
+    def embed_at(self, embedding: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
         """Scaled embeddings plus sinusoidal positions start, start+1, ...: (B, T, d)."""
         positions = torch.arange(start, start + ids.size(1), device=ids.device)
-        x = embedding(ids) * math.sqrt(self.d_model) + sinusoids(positions, self.d_model)
-        return self.drop(x)
+        return self.drop(self.embed(embedding, ids) + sinusoids(positions, self.d_model))
 
     def encode_memory(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder output (B, S, d) and the attention mask (B, 1, 1, S) of real tokens."""
         mask = source_mask(src)[:, None, None, :]
-        x = self.embed(self.src_embed, src)
+        x = self.embed_at(self.src_embed, src)
         for layer in self.encoder:
             x = layer(x, mask)
         return self.enc_norm(x), mask
 
-    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+    def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
         memory, mask = self.encode_memory(src)
-        x = self.embed(self.tgt_embed, tgt)  # (B, T, d)
+        x = self.embed_at(self.tgt_embed, tgt)  # (B, T, d)
+        cross = []
         for layer in self.decoder:
-            x, _ = layer(x, *layer.cross_attn.keys_values(memory), mask)
-        return self.output(self.dec_norm(x))  # (B, T, V)
+            x, _, weights = layer(x, *layer.cross_attn.keys_values(memory), mask, keep_weights=keep_weights)
+            cross.append(weights)
+        logits = self.output(self.dec_norm(x))  # (B, T, V)
+        if not keep_weights:
+            return logits, {}
+        real = (tgt != PAD)[:, None, None, :, None]
+        return logits, {"cross_attention": torch.stack(cross, 1) * real}  # (B, layers, H, T, S)
 
     def encode(self, src: Tensor) -> State:
         memory, mask = self.encode_memory(src)
@@ -172,10 +186,10 @@ class Transformer(Seq2Seq):
 
     def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
         t = state["self_k0"].size(2)  # positions decoded so far
-        x = self.embed(self.tgt_embed, y[:, None], start=t)  # (B, 1, d)
+        x = self.embed_at(self.tgt_embed, y[:, None], start=t)  # (B, 1, d)
         new: State = dict(state)
         for i, layer in enumerate(self.decoder):
-            x, (new[f"self_k{i}"], new[f"self_v{i}"]) = layer(
+            x, (new[f"self_k{i}"], new[f"self_v{i}"]), _ = layer(
                 x,
                 state[f"cross_k{i}"],
                 state[f"cross_v{i}"],

@@ -1,0 +1,75 @@
+"""The RNN with additive attention (Bahdanau et al., 2015), section 5 of models.md.
+
+`rnn` plus a mixture over source positions: at every step the decoder state scores
+each source state, and the context is their softmax-weighted mean.
+
+    e_tj = v^T tanh(W s_{t-1} + U h_j)     a_t = softmax(e_t)     c_t = sum_j a_tj h_j
+    s_t  = GRU([y_{t-1} ; c_t], s_{t-1})   prediction from s_t, c_t, y_{t-1}
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from mixnmt.models.base import Seq2Seq, State, Weights, source_mask
+from mixnmt.models.recurrent import BiGRU, DeepOutput
+from mixnmt.tokenize import PAD
+
+
+class Attention(Seq2Seq):
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        shared_vocab: bool,
+        d_model: int = 256,
+        hidden: int = 512,
+        dropout: float = 0.2,
+    ):
+        super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
+        self.encoder = BiGRU(d_model, hidden)
+        self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
+        self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
+        self.query = nn.Linear(hidden, hidden)  # W s_{t-1}
+        self.score = nn.Linear(hidden, 1, bias=False)  # v
+        self.cell = nn.GRUCell(d_model + 2 * hidden, hidden)
+        self.predict = DeepOutput(hidden, 2 * hidden, d_model, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def encode(self, src: Tensor) -> State:
+        mask = source_mask(src)
+        h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
+        return {"h": h, "keys": self.keys(h), "mask": mask, "s": torch.tanh(self.init(backward_first))}
+
+    def attend(self, state: State, s: Tensor) -> tuple[Tensor, Tensor]:
+        """Context c_t (B, 2H) and alignment a_t (B, S) for the previous decoder state s (B, H)."""
+        e = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
+        a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
+        return torch.bmm(a[:, None], state["h"])[:, 0], a
+
+    def advance(self, state: State, e: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """One decoder step from embedded y_{t-1} (B, d): new state s_t, context c_t, alignment a_t."""
+        c, a = self.attend(state, state["s"])
+        return self.cell(torch.cat([e, c], dim=-1), state["s"]), c, a
+
+    def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
+        state = self.encode(src)
+        y = self.drop(self.embed(self.tgt_embed, tgt))  # (B, T, d)
+        states, contexts, alignments = [], [], []
+        for t in range(y.size(1)):
+            state["s"], c, a = self.advance(state, y[:, t])
+            states.append(state["s"])
+            contexts.append(c)
+            alignments.append(a)
+        logits = self.output(self.predict(torch.stack(states, 1), torch.stack(contexts, 1), y))
+        if not keep_weights:
+            return logits, {}
+        return logits, {"alignment": torch.stack(alignments, 1) * (tgt != PAD)[..., None]}  # (B, T, S)
+
+    def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
+        e = self.drop(self.embed(self.tgt_embed, y))
+        s, c, _ = self.advance(state, e)
+        return self.output(self.predict(s, c, e)), {**state, "s": s}

@@ -1,0 +1,39 @@
+"""The second-order mixture RNN, section 3 of models.md.
+
+The transition depends on the two last states, each order with its own component bank:
+
+    u_t = h_{t-1} + x_t
+    h_t = LN(u_t + Mix_a(u_t ; M_a) + Mix_b(h_{t-2} ; M_b))
+
+The state carried between steps is the pair (h_{t-1}, h_{t-2}); the encoder hands the
+last pair to the decoder.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from mixnmt.models.mixture import Mix, Mixture
+
+
+class SecondOrderCell(nn.Module):
+    """One step of second-order mixture dynamics. The state is (h_{t-1}, h_{t-2})."""
+
+    order = 2
+
+    def __init__(self, d: int, components: int, heads: int):
+        super().__init__()
+        self.mix_a = Mix(d, components, heads)
+        self.mix_b = Mix(d, components, heads)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, state: tuple[Tensor, ...], x: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+        h1, h2 = state
+        u = h1 + x
+        update_a, pi_a = self.mix_a(u)
+        update_b, pi_b = self.mix_b(h2)
+        return (self.norm(u + update_a + update_b), h1), (pi_a, pi_b)
+
+
+class Mixture2(Mixture):
+    Cell = SecondOrderCell

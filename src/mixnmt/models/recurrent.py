@@ -1,0 +1,40 @@
+"""Pieces the GRU models share: a padding-exact bidirectional encoder and the deep output."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+class BiGRU(nn.Module):
+    """Bidirectional GRU (fused kernel) over right-padded sequences.
+
+    Sequences are packed, so padding never updates a state: the forward direction ends
+    at each sentence's last real token and the backward one starts there.
+    """
+
+    def __init__(self, d_in: int, hidden: int):
+        super().__init__()
+        self.gru = nn.GRU(d_in, hidden, batch_first=True, bidirectional=True)
+
+    def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """States (B, S, 2H), zero at padding; last forward state and first backward state (B, H)."""
+        lengths = mask.sum(1).cpu()
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        states, final = self.gru(packed)  # final: (2, B, H), forward then backward
+        states, _ = pad_packed_sequence(states, batch_first=True, total_length=x.size(1))
+        return states, final[0], final[1]
+
+
+class DeepOutput(nn.Module):
+    """Features for the tied output layer from the decoder state s_t, the context c and
+    the previous word y_{t-1}: tanh(W [s; c; y]) (the "deep output" of Cho et al., 2014)."""
+
+    def __init__(self, d_state: int, d_context: int, d_model: int, dropout: float):
+        super().__init__()
+        self.proj = nn.Linear(d_state + d_context + d_model, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, s: Tensor, c: Tensor, y: Tensor) -> Tensor:
+        return self.drop(torch.tanh(self.proj(torch.cat([s, c, y], dim=-1))))

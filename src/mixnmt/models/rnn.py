@@ -1,0 +1,55 @@
+"""The simple RNN encoder-decoder (Cho et al., 2014), section 1 of models.md.
+
+The whole source passes through one vector c: the fixed-length bottleneck that
+attention was invented to remove. No mixture anywhere.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from mixnmt.models.base import Seq2Seq, State, Weights, source_mask
+from mixnmt.models.recurrent import BiGRU, DeepOutput
+
+
+class RNN(Seq2Seq):
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        shared_vocab: bool,
+        d_model: int = 256,
+        hidden: int = 512,
+        dropout: float = 0.2,
+    ):
+        super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
+        self.encoder = BiGRU(d_model, hidden)
+        self.bridge = nn.Linear(2 * hidden, hidden)  # c = tanh(W [h_fwd_T ; h_bwd_1])
+        self.decoder = nn.GRU(d_model + hidden, hidden, batch_first=True)  # reads [y_{t-1} ; c]
+        self.predict = DeepOutput(hidden, hidden, d_model, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def summary(self, src: Tensor) -> Tensor:
+        """The fixed-length source vector c (B, H)."""
+        _, forward_last, backward_first = self.encoder(
+            self.drop(self.embed(self.src_embed, src)), source_mask(src)
+        )
+        return torch.tanh(self.bridge(torch.cat([forward_last, backward_first], dim=-1)))
+
+    def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
+        c = self.summary(src)  # (B, H)
+        y = self.drop(self.embed(self.tgt_embed, tgt))  # (B, T, d)
+        c_t = c[:, None].expand(-1, y.size(1), -1)  # (B, T, H)
+        s, _ = self.decoder(torch.cat([y, c_t], dim=-1), c[None].contiguous())  # s_0 = c; (B, T, H)
+        return self.output(self.predict(s, c_t, y)), {}
+
+    def encode(self, src: Tensor) -> State:
+        c = self.summary(src)
+        return {"c": c, "s": c}
+
+    def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
+        c, e = state["c"], self.drop(self.embed(self.tgt_embed, y))  # (B, H), (B, d)
+        s, _ = self.decoder(torch.cat([e, c], dim=-1)[:, None], state["s"][None].contiguous())
+        s = s[:, 0]  # (B, H)
+        return self.output(self.predict(s, c, e)), {"c": c, "s": s}
