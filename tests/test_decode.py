@@ -1,5 +1,6 @@
 import itertools
 import math
+import re
 
 import pytest
 import torch
@@ -99,6 +100,31 @@ def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, 
     lines = read_lines(out)
     assert len(lines) == 6
     assert {1, 3, 5} <= {i for i, line in enumerate(lines) if not line}
+
+
+@pytest.mark.parametrize(
+    ("model", "hparams", "message"),
+    [
+        ("rnn", {}, "holds model 'transformer', not 'rnn'"),
+        ("transformer", {"heads": 2}, "trained with models.transformer.heads=4, but the config says 2"),
+        (
+            "transformer",
+            {"d_model": 64},
+            "trained with models.transformer.d_model=32, but the config says 64",
+        ),
+        ("transformer", {"layers": 3}, "trained with models.transformer.layers=2, but the config says 3"),
+    ],
+)
+def test_checkpoint_not_matching_the_config_is_refused(
+    random_checkpoint, tiny_spm, tmp_path, model, hparams, message
+):
+    ids = tmp_path / "test.ids"
+    ids.write_text("10 11 12\n")
+    out = tmp_path / "out" / "test.txt"
+    config = {**SMALL["transformer"], "dropout": 0.0, **hparams}  # the checkpoint's, but for `hparams`
+    with pytest.raises(MixnmtError, match=re.escape(message)):
+        translate(random_checkpoint, ids, (tiny_spm, tiny_spm), out, DecodeConfig(), model, config)
+    assert not out.exists()
 
 
 def test_checkpoint_with_another_vocabulary_is_refused(random_checkpoint, tiny_source, tmp_path):

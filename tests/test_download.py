@@ -1,4 +1,5 @@
 import hashlib
+import http.client
 import http.server
 import threading
 
@@ -76,6 +77,23 @@ def test_download_truncated_every_time_fails_and_leaves_nothing(server, tmp_path
     dest = tmp_path / "file.gz"
     with pytest.raises(MixnmtError, match=r"file\.gz: download from .* failed after 3 attempts \(truncated"):
         download(source_url(base, "file.gz"), dest, SHA, retries=2, backoff=0.01)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_interrupted_midway_leaves_nothing(server, tmp_path, monkeypatch):
+    base, _ = server
+    real_read = http.client.HTTPResponse.read
+    reads = {"n": 0}
+
+    def read(self, amt=None):
+        reads["n"] += 1
+        if reads["n"] == 2:  # Ctrl-C after the first chunk was written
+            raise KeyboardInterrupt
+        return real_read(self, 100)
+
+    monkeypatch.setattr(http.client.HTTPResponse, "read", read)
+    with pytest.raises(KeyboardInterrupt):
+        download(source_url(base, "file.gz"), tmp_path / "file.gz", SHA)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -34,14 +34,22 @@ def test_score_refuses_misaligned_files(tmp_path):
     assert not (tmp_path / "o.json").exists()
 
 
-def test_aggregate_one_row_per_model_and_testset(tmp_path):
-    files = []
+def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
+    files, manifests = [], []
     for model in ("transformer", "rnn"):
         for testset in ("b", "a"):
             out = tmp_path / model / f"{testset}.json"
             score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, model, testset)
             files.append(out)
-    aggregate(files, tmp_path / "scores.tsv")
+        manifest = {
+            "model": model,
+            "params": len(model),
+            "steps": 7,
+            "git": {"commit": "abc", "dirty": False},
+        }
+        manifests.append(tmp_path / model / "manifest.json")
+        manifests[-1].write_text(json.dumps(manifest))
+    aggregate(files, manifests, tmp_path / "scores.tsv")
     table = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
     assert list(zip(table.testset, table.model)) == [
         ("a", "rnn"),
@@ -50,3 +58,12 @@ def test_aggregate_one_row_per_model_and_testset(tmp_path):
         ("b", "transformer"),
     ]
     assert {"bleu", "chrf", "bleu_signature", "chrf_signature", "sentences"} <= set(table.columns)
+    assert list(table.params) == [3, 11, 3, 11] and set(table.commit) == {"abc"}
+
+
+def test_aggregate_names_an_unreadable_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(MixnmtError, match="bad.json: not a readable JSON file"):
+        aggregate([bad], [], tmp_path / "scores.tsv")
+    assert not (tmp_path / "scores.tsv").exists()

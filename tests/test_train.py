@@ -1,13 +1,24 @@
+import dataclasses
+import errno
 import json
 import math
+import signal
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from mixnmt import MixnmtError, checkpoint, config_section, tokenize
-from mixnmt.train import METRICS, TrainConfig, inverse_sqrt, train
+from mixnmt.cli import main
+from mixnmt.files import sha256sum
+from mixnmt.train import METRICS, TrainConfig, TrainFiles, inverse_sqrt, train
 
 HPARAMS = {"d_model": 32, "heads": 2, "layers": 1, "ffn": 64, "dropout": 0.1}
+CONFIG = {"max_tokens": 512, "lr": 3e-3, "warmup": 20}
 
 
 @pytest.fixture(scope="module")
@@ -19,23 +30,41 @@ def tiny_ids(tiny_source, tiny_spm, tmp_path_factory):
     return folder
 
 
-def run(tiny_ids, tiny_spm, out, **config):
-    train(
-        "transformer",
-        HPARAMS,
-        TrainConfig(**{"max_tokens": 512, "lr": 3e-3, "warmup": 20, **config}),
-        (tiny_ids / "train.en", tiny_ids / "train.de"),
-        (tiny_ids / "valid.en", tiny_ids / "valid.de"),
-        (tiny_spm, tiny_spm),
-        out / "model.pt",
-        out / "metrics.tsv",
-        out / "manifest.json",
+@pytest.fixture
+def files(tiny_ids, tiny_spm, tmp_path):
+    return TrainFiles(
+        train=(tiny_ids / "train.en", tiny_ids / "train.de"),
+        valid=(tiny_ids / "valid.en", tiny_ids / "valid.de"),
+        spm=(tiny_spm, tiny_spm),
+        checkpoint=tmp_path / "out" / "model.pt",
+        metrics=tmp_path / "out" / "metrics.tsv",
+        manifest=tmp_path / "out" / "manifest.json",
+        state=tmp_path / "state" / "resume.pt",
     )
-    return pd.read_csv(out / "metrics.tsv", sep="\t"), checkpoint.load(out / "model.pt")
 
 
-def test_training_writes_metrics_and_the_best_checkpoint(tiny_ids, tiny_spm, tmp_path):
-    metrics, ckpt = run(tiny_ids, tiny_spm, tmp_path, epochs=4)
+def outputs(files):
+    return [files.checkpoint, files.metrics, files.manifest]
+
+
+def elsewhere(files, folder):
+    """The same inputs, with every output and the state in `folder`."""
+    return dataclasses.replace(
+        files,
+        checkpoint=folder / "model.pt",
+        metrics=folder / "metrics.tsv",
+        manifest=folder / "manifest.json",
+        state=folder / "resume.pt",
+    )
+
+
+def run(files, **config):
+    train("transformer", HPARAMS, TrainConfig(**{**CONFIG, **config}), files)
+    return pd.read_csv(files.metrics, sep="\t"), checkpoint.load(files.checkpoint)
+
+
+def test_training_writes_metrics_the_best_checkpoint_and_a_manifest(files, tiny_spm):
+    metrics, ckpt = run(files, epochs=4)
     assert tuple(metrics.columns) == METRICS
     assert list(metrics.epoch) == [1, 2, 3, 4]
     assert metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
@@ -47,9 +76,11 @@ def test_training_writes_metrics_and_the_best_checkpoint(tiny_ids, tiny_spm, tmp
     assert ckpt["epoch"] == metrics.epoch[best]
     assert (ckpt["model"], ckpt["hparams"]) == ("transformer", HPARAMS)
     tok = tokenize.Tokenizer(tiny_spm)
-    model = checkpoint.load_model(tmp_path / "model.pt", tok, tok)
+    model = checkpoint.load_model(files.checkpoint, tok, tok)
     assert ckpt["params"] == sum(p.numel() for p in model.parameters())
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert not files.state.exists()  # the resumable state goes once training is done
+
+    manifest = json.loads(files.manifest.read_text())
     assert (manifest["model"], manifest["params"], manifest["hparams"]) == (
         "transformer",
         ckpt["params"],
@@ -60,13 +91,165 @@ def test_training_writes_metrics_and_the_best_checkpoint(tiny_ids, tiny_spm, tmp
         "step": ckpt["step"],
         "valid_loss": ckpt["valid_loss"],
     }
-    assert manifest["train"]["lr"] == 3e-3 and manifest["device"] == "cpu"
+    assert manifest["train"]["lr"] == 3e-3 and manifest["train"]["seed"] == 1
+    assert manifest["inputs"] == {str(p): sha256sum(p) for p in [*files.train, *files.valid, *files.spm]}
+    assert manifest["versions"]["torch"] == metadata.version("torch")
+    assert set(manifest["git"]) == {"commit", "dirty"} and manifest["device"]
 
 
-def test_max_steps_caps_training_mid_epoch(tiny_ids, tiny_spm, tmp_path):
-    metrics, ckpt = run(tiny_ids, tiny_spm, tmp_path, epochs=50, max_steps=7)
+def test_max_steps_caps_training_mid_epoch(files):
+    metrics, ckpt = run(files, epochs=50, max_steps=7)
     assert list(metrics.step) == [7]
     assert ckpt["step"] == 7
+
+
+def test_same_seed_gives_byte_identical_checkpoints_and_translations(files, tiny_ids, tiny_spm, tmp_path):
+    from mixnmt.decode import DecodeConfig, translate
+
+    digests = []
+    for attempt in ("a", "b"):
+        out = tmp_path / attempt
+        again = elsewhere(files, out)
+        train("transformer", HPARAMS, TrainConfig(**CONFIG, epochs=3), again)
+        translate(
+            again.checkpoint, tiny_ids / "valid.en", (tiny_spm, tiny_spm), out / "t.txt", DecodeConfig(beam=3)
+        )
+        digests.append((sha256sum(again.checkpoint), sha256sum(out / "t.txt")))
+    assert digests[0] == digests[1]
+    other = elsewhere(files, tmp_path / "c")
+    train("transformer", HPARAMS, TrainConfig(**CONFIG, epochs=3, seed=2), other)
+    assert sha256sum(other.checkpoint) != digests[0][0]  # the seed matters
+
+
+def cli_train(files, **config) -> list[str]:
+    """The `mixnmt train` command line for `files`, single-threaded."""
+    return [
+        sys.executable, "-m", "mixnmt", "train", "--model", "transformer", "--threads", "1",
+        "--hparams", json.dumps(HPARAMS), "--config", json.dumps({**CONFIG, **config}),
+        "--train", *map(str, files.train), "--valid", *map(str, files.valid), "--spm", *map(str, files.spm),
+        "--checkpoint", str(files.checkpoint), "--metrics", str(files.metrics),
+        "--manifest", str(files.manifest), "--state", str(files.state),
+    ]  # fmt: skip
+
+
+def start_and_stop(command: list[str], state, sig: signal.Signals) -> subprocess.CompletedProcess:
+    """Start a training, send `sig` as soon as it has saved a state, and wait for it."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not state.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, "training ended before it could be interrupted"
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(command, process.returncode, "", stderr)
+
+
+INTERRUPTIBLE = {"epochs": 12, "save_every": 20}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_ids, tiny_spm, tmp_path_factory) -> str:
+    """sha256 of the checkpoint of an uninterrupted command-line run."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    files = TrainFiles(
+        (tiny_ids / "train.en", tiny_ids / "train.de"), (tiny_ids / "valid.en", tiny_ids / "valid.de"),
+        (tiny_spm, tiny_spm), folder / "model.pt", folder / "metrics.tsv", folder / "manifest.json",
+        folder / "resume.pt",
+    )  # fmt: skip
+    subprocess.run(cli_train(files, **INTERRUPTIBLE), check=True, capture_output=True)
+    return sha256sum(files.checkpoint)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_interrupted_training_resumes_to_a_byte_identical_checkpoint(files, uninterrupted, sig):
+    stopped = start_and_stop(cli_train(files, **INTERRUPTIBLE), files.state, sig)
+    assert stopped.returncode != 0
+    if sig != signal.SIGKILL:  # a caught signal saves the state after the current step
+        assert f"received {sig.name}" in stopped.stderr
+        assert "mixnmt train: error: transformer: interrupted at step" in stopped.stderr
+    assert files.state.exists() and not any(p.exists() for p in outputs(files))
+
+    resumed = subprocess.run(cli_train(files, **INTERRUPTIBLE), capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {files.state}" in resumed.stderr
+    assert sha256sum(files.checkpoint) == uninterrupted
+    assert not files.state.exists()
+    assert len(pd.read_csv(files.metrics, sep="\t")) == 12
+
+
+def test_a_state_from_another_configuration_is_not_resumed(files, tmp_path, caplog):
+    with pytest.raises(MixnmtError, match="loss became nan"):
+        fail_at_step(files, 5, lambda loss: loss * math.nan)
+    assert files.state.exists()
+    with caplog.at_level("WARNING"):
+        run(files, epochs=2, lr=1e-3)
+    assert "belongs to a different run" in caplog.text
+    fresh = elsewhere(files, tmp_path / "fresh")
+    run(fresh, epochs=2, lr=1e-3)
+    assert sha256sum(files.checkpoint) == sha256sum(fresh.checkpoint)  # trained from scratch
+
+
+def fail_at_step(files, step, corrupt, **config):
+    """Train, replacing the loss of training step `step` by corrupt(loss)."""
+    import mixnmt.train as training
+
+    calls = {"n": 0}
+    real = training.token_loss
+
+    def token_loss(model, batch, label_smoothing, dtype):
+        loss = real(model, batch, label_smoothing, dtype)
+        if model.training:
+            calls["n"] += 1
+            if calls["n"] == step:
+                return corrupt(loss)
+        return loss
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "token_loss", token_loss)
+        train("transformer", HPARAMS, TrainConfig(**{**CONFIG, "epochs": 2, **config}), files)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_non_finite_loss_stops_and_keeps_the_last_good_state(files, value):
+    with pytest.raises(MixnmtError) as error:
+        fail_at_step(files, 9, lambda loss: loss * value, save_every=4)
+    assert str(error.value) == (
+        f"transformer: the training loss became {value} at step 9; the last good state (step 8) "
+        f"is in {files.state}; lower train.lr or raise train.warmup"
+    )
+    assert checkpoint.read(files.state)["progress"]["step"] == 8
+    assert not any(p.exists() for p in outputs(files))
+
+
+def test_disk_full_while_saving_keeps_the_previous_state(files, monkeypatch):
+    real_write = Path.write_bytes
+    writes = {"n": 0}
+
+    def write_bytes(path, data):
+        writes["n"] += 1
+        if writes["n"] == 2:  # the second periodic save runs out of space half way
+            real_write(path, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    with pytest.raises(MixnmtError) as error:
+        train("transformer", HPARAMS, TrainConfig(**CONFIG, epochs=2, save_every=5), files)
+    assert str(error.value) == (
+        f"{files.state}: could not write (No space left on device); the previous version is kept"
+    )
+    assert checkpoint.read(files.state)["progress"]["step"] == 5
+    assert sorted(p.name for p in files.state.parent.iterdir()) == ["resume.pt"]  # no temporary left
+    assert not any(p.exists() for p in outputs(files))
+
+
+def test_impossible_hyperparameters_fail_before_training(files, capsys):
+    command = cli_train(files)[3:]  # drop "python -m mixnmt"
+    command[command.index("--hparams") + 1] = json.dumps({**HPARAMS, "d_model": 30, "heads": 4})
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert err == "mixnmt train: error: models.transformer: d_model=30 is not divisible by heads=4\n"
+    assert not any(p.exists() for p in [*outputs(files), files.state])
 
 
 def test_inverse_sqrt_schedule():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +10,40 @@ import torch
 
 from mixnmt import MixnmtError
 from mixnmt.files import atomic_path, sha256sum
-from mixnmt.models import Seq2Seq, build
+from mixnmt.models import Seq2Seq, build, resolve
 from mixnmt.tokenize import Tokenizer
 
 FORMAT = 1
+
+
+def write(path: str | Path, payload: dict[str, Any]) -> None:
+    """torch.save `payload` atomically: on any failure the previous file is left intact.
+
+    Serialised in memory first: torch.save names the archive after the file it writes,
+    and a temporary name would make equal payloads differ byte for byte.
+    """
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    try:
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(buffer.getbuffer())
+    except OSError as e:
+        raise MixnmtError(
+            f"{path}: could not write ({e.strerror or e}); the previous version is kept"
+        ) from None
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """A payload `write` produced, loaded safely (weights_only=True)."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise MixnmtError(f"{path}: not found") from None
+    except Exception as e:  # refused by the safe unpickler, or a corrupt archive
+        raise MixnmtError(f"{path}: not a readable mixnmt file ({type(e).__name__}: {e})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise MixnmtError(f"{path}: not a mixnmt file of format {FORMAT}")
+    return payload
 
 
 def vocab_record(tokenizer: Tokenizer) -> dict[str, Any]:
@@ -21,45 +52,54 @@ def vocab_record(tokenizer: Tokenizer) -> dict[str, Any]:
 
 
 def save(path: str | Path, model_name: str, hparams: dict, model: Seq2Seq, vocab: dict, **info: Any) -> None:
-    """Write a checkpoint atomically: the model's name, hyperparameters, vocabularies and weights."""
+    """Write a model checkpoint: name, resolved hyperparameters, vocabularies, weights."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    payload = {
-        "format": FORMAT,
-        "model": model_name,
-        "hparams": hparams,
-        "vocab": vocab,
-        "state_dict": state,
-        **info,
-    }
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    write(
+        path,
+        {
+            "format": FORMAT,
+            "model": model_name,
+            "hparams": hparams,
+            "vocab": vocab,
+            "state_dict": state,
+            **info,
+        },
+    )
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint safely (weights_only=True) and check its format."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise MixnmtError(f"{path}: checkpoint not found") from None
-    except Exception as e:  # unpickling refused or corrupt archive
-        raise MixnmtError(f"{path}: not a readable mixnmt checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise MixnmtError(f"{path}: not a mixnmt checkpoint of format {FORMAT}")
+    """A model checkpoint's payload."""
+    payload = read(path)
+    if "state_dict" not in payload or "model" not in payload:
+        raise MixnmtError(f"{path}: not a model checkpoint")
     return payload
 
 
-def load_model(path: str | Path, src: Tokenizer, tgt: Tokenizer) -> Seq2Seq:
-    """The model stored at `path`, after checking it was trained with these vocabularies."""
+def load_model(
+    path: str | Path,
+    src: Tokenizer,
+    tgt: Tokenizer,
+    model_name: str | None = None,
+    hparams: dict | None = None,
+) -> Seq2Seq:
+    """The model stored at `path`, after checking it matches these vocabularies and, if
+    given, the config's model name and hyperparameters (`models.<name>`)."""
     payload = load(path)
+    if model_name is not None and payload["model"] != model_name:
+        raise MixnmtError(f"{path}: holds model {payload['model']!r}, not {model_name!r}")
+    if hparams is not None:
+        expected = resolve(payload["model"], hparams)
+        for key, value in expected.items():
+            if payload["hparams"].get(key) != value:
+                raise MixnmtError(
+                    f"{path}: trained with models.{payload['model']}.{key}={payload['hparams'].get(key)!r}, "
+                    f"but the config says {value!r}; retrain it"
+                )
     for side, tokenizer in (("src", src), ("tgt", tgt)):
         if payload["vocab"][side] != vocab_record(tokenizer):
             raise MixnmtError(f"{path}: trained with a different {side} vocabulary than {tokenizer.path}")
     model = build(
-        payload["model"],
-        payload["hparams"],
-        len(src),
-        len(tgt),
-        shared_vocab=payload["vocab"]["shared"],
+        payload["model"], payload["hparams"], len(src), len(tgt), shared_vocab=payload["vocab"]["shared"]
     )
     model.load_state_dict(payload["state_dict"])
     return model.eval()

@@ -53,27 +53,21 @@ def cmd_spm_encode(a: argparse.Namespace) -> None:
 
 
 def cmd_train(a: argparse.Namespace) -> None:
-    from mixnmt.train import TrainConfig, train
+    from mixnmt.train import TrainConfig, TrainFiles, train
 
     _set_threads(a.threads)
-    train(
-        a.model,
-        a.hparams,
-        config_section(TrainConfig, "train", a.config),
-        tuple(a.train),
-        tuple(a.valid),
-        tuple(a.spm),
-        a.checkpoint,
-        a.metrics,
-        a.manifest,
+    files = TrainFiles(
+        tuple(a.train), tuple(a.valid), tuple(a.spm), a.checkpoint, a.metrics, a.manifest, a.state
     )
+    train(a.model, a.hparams, config_section(TrainConfig, "train", a.config), files)
 
 
 def cmd_translate(a: argparse.Namespace) -> None:
     from mixnmt.decode import DecodeConfig, translate
 
     _set_threads(a.threads)
-    translate(a.checkpoint, a.input, tuple(a.spm), a.output, config_section(DecodeConfig, "decode", a.config))
+    config = config_section(DecodeConfig, "decode", a.config)
+    translate(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams)
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -85,7 +79,7 @@ def cmd_score(a: argparse.Namespace) -> None:
 def cmd_aggregate(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import aggregate
 
-    aggregate(a.scores, a.output)
+    aggregate(a.scores, a.manifests, a.output)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,12 +131,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--metrics", type=Path, required=True, help="per-epoch metrics (TSV)")
     s.add_argument("--manifest", type=Path, required=True, help="what the run was (JSON)")
+    s.add_argument("--state", type=Path, required=True, help="resumable state, kept only while training")
     s.add_argument("--threads", type=int)
 
     s = command("translate", cmd_translate, "translate a file of source ids into text")
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
+    s.add_argument("--model", help="refuse a checkpoint of another model")
+    s.add_argument("--hparams", type=_json, help="JSON: refuse a checkpoint with other hyperparameters")
     s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path)
     s.add_argument("output", type=Path)
@@ -156,7 +153,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = command("aggregate", cmd_aggregate, "gather score files into one table")
     s.add_argument("--output", type=Path, required=True)
-    s.add_argument("scores", type=Path, nargs="+")
+    s.add_argument("--scores", type=Path, nargs="+", required=True, help="JSON files of `mixnmt score`")
+    s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
     return p
 
 

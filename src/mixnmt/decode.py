@@ -149,11 +149,17 @@ def translate(
     spm_files: tuple[Path, Path],
     output: Path,
     config: DecodeConfig,
+    model_name: str | None = None,
+    hparams: dict | None = None,
 ) -> None:
-    """Decode a file of source ids into detokenised text, exactly one line per source line."""
+    """Decode a file of source ids into detokenised text, exactly one line per source line.
+
+    With `model_name` and `hparams` (the config's), a checkpoint of another model or
+    with other hyperparameters is refused.
+    """
     device = pick_device()
     src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok).to(device)
+    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name, hparams).to(device)
     sources = read_ids(source_ids)
     start = time.perf_counter()
     hyps = translate_ids(model, sources, config, device)

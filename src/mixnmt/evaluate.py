@@ -29,15 +29,25 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
     return result
 
 
-def aggregate(scores: list[Path], output: Path) -> pd.DataFrame:
-    """One row per model x test set, from the JSON files `score` wrote."""
-    rows = []
-    for path in scores:
-        try:
-            rows.append(json.loads(Path(path).read_text(encoding="utf-8")))
-        except json.JSONDecodeError as e:
-            raise MixnmtError(f"{path}: not a JSON score file ({e})") from None
-    table = pd.DataFrame(rows).sort_values(["testset", "model"]).reset_index(drop=True)
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise MixnmtError(f"{path}: not a readable JSON file ({e})") from None
+
+
+def aggregate(scores: list[Path], manifests: list[Path], output: Path) -> pd.DataFrame:
+    """One row per model x test set from the JSON files `score` wrote, citing each
+    model's training run (parameters, steps, git commit) from its manifest."""
+    runs = pd.DataFrame(
+        [
+            {"model": m["model"], "params": m["params"], "steps": m["steps"], "commit": m["git"]["commit"]}
+            for m in map(read_json, manifests)
+        ],
+        columns=["model", "params", "steps", "commit"],
+    )
+    table = pd.DataFrame([read_json(path) for path in scores]).merge(runs, on="model", how="left")
+    table = table.sort_values(["testset", "model"]).reset_index(drop=True)
     with atomic_path(output) as tmp:
         table.to_csv(tmp, sep="\t", index=False)
     return table

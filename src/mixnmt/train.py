@@ -1,24 +1,36 @@
-"""Training: token-count batches, AdamW with inverse-sqrt warmup, label smoothing, best checkpoint."""
+"""Training: token-count batches, AdamW with inverse-sqrt warmup, label smoothing and
+clipping; the best checkpoint by validation loss; resumable at any step.
+
+The run's whole state (weights, optimiser, schedule, RNG, data position, metrics) is
+saved atomically every `save_every` steps, at every epoch end and on SIGTERM/SIGINT,
+to a file outside the declared outputs. Rerunning the same command resumes from it,
+and the final checkpoint is byte-identical to that of an uninterrupted run.
+"""
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import json
 import logging
 import math
 import random
+import signal
 import sys
+import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from mixnmt import MixnmtError, checkpoint
-from mixnmt.batching import ParallelData, padding_fraction
-from mixnmt.files import write_lines, write_text
+from mixnmt import MixnmtError, checkpoint, determinism
+from mixnmt.batching import Batch, ParallelData, padding_fraction
+from mixnmt.files import sha256sum, write_lines, write_text
+from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, resolve
 from mixnmt.tokenize import PAD, Tokenizer
 
@@ -41,9 +53,43 @@ class TrainConfig:
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
     seed: int = 1
+    deterministic: bool = True
+    save_every: int = 500  # steps between resumable saves
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
+
+
+@dataclass(frozen=True)
+class TrainFiles:
+    train: tuple[Path, Path]  # source and target id files
+    valid: tuple[Path, Path]
+    spm: tuple[Path, Path]  # source and target SentencePiece models
+    checkpoint: Path
+    metrics: Path
+    manifest: Path
+    state: Path  # the resumable state, outside the declared outputs
+
+
+@dataclass
+class Progress:
+    """Where a run is, and what it has measured so far."""
+
+    epoch: int = 1
+    position: int = 0  # batches of this epoch already trained on
+    step: int = 0
+    loss_sum: float = 0.0  # this epoch's summed training loss ...
+    tokens: int = 0  # ... over this many target tokens
+    epoch_seconds: float = 0.0  # time in training steps this epoch
+    seconds: float = 0.0  # wall time of the whole run
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    best_loss: float = math.inf
+    best_epoch: int = 0
+    best_step: int = 0
+
+
+class NonFiniteLoss(Exception):
+    pass
 
 
 def inverse_sqrt(warmup: int):
@@ -63,12 +109,9 @@ def autocast_dtype(device: torch.device) -> torch.dtype | None:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def token_loss(model: Seq2Seq, batch, label_smoothing: float, dtype: torch.dtype | None) -> torch.Tensor:
+def token_loss(
+    model: Seq2Seq, batch: Batch, label_smoothing: float, dtype: torch.dtype | None
+) -> torch.Tensor:
     """Summed cross-entropy of a batch's target tokens (padding ignored)."""
     with torch.autocast(batch.src.device.type, dtype=dtype, enabled=dtype is not None):
         logits = model(batch.src, batch.tgt_in)  # (B, T, V)
@@ -94,24 +137,200 @@ def validate(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.
     return total / tokens
 
 
-def train(
-    model_name: str,
-    hparams: dict,
-    config: TrainConfig,
-    train_files: tuple[Path, Path],
-    valid_files: tuple[Path, Path],
-    spm_files: tuple[Path, Path],
-    checkpoint_path: Path,
-    metrics_path: Path,
-    manifest_path: Path,
+class Trainer:
+    """A model with its optimiser, schedule, progress and best weights, all resumable."""
+
+    def __init__(self, model: Seq2Seq, config: TrainConfig, device: torch.device):
+        self.model, self.config, self.device = model, config, device
+        self.dtype = autocast_dtype(device)
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(),
+            lr=config.lr,
+            betas=config.betas,
+            weight_decay=config.weight_decay,
+            fused=device.type == "cuda",
+        )
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(config.warmup))
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
+        self.progress = Progress()
+        self.best: dict[str, torch.Tensor] = {}  # weights of the best epoch so far
+
+    @property
+    def finished(self) -> bool:
+        p, cap = self.progress, self.config.max_steps
+        return p.epoch > self.config.epochs or (cap is not None and p.step >= cap)
+
+    def train_step(self, batch: Batch) -> None:
+        """One update; raises NonFiniteLoss, before changing anything, on a nan/inf loss."""
+        loss = token_loss(self.model, batch.to(self.device), self.config.label_smoothing, self.dtype)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise NonFiniteLoss(value)
+        self.scaler.scale(loss / batch.target_tokens).backward()
+        self.scaler.unscale_(self.optimizer)
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        if not self.scaler.is_enabled() and not torch.isfinite(norm):  # fp16 skips such steps itself
+            self.optimizer.zero_grad(set_to_none=True)
+            raise NonFiniteLoss(float(norm))
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.schedule.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        p = self.progress
+        p.step += 1
+        p.position += 1
+        p.loss_sum += value
+        p.tokens += batch.target_tokens
+
+    def end_epoch(self, valid_loss: float) -> dict[str, Any]:
+        """Record the epoch's metrics, keep the weights if they are the best, move on."""
+        p = self.progress
+        row = {
+            "epoch": p.epoch,
+            "step": p.step,
+            "train_loss": p.loss_sum / max(p.tokens, 1),
+            "valid_loss": valid_loss,
+            "valid_ppl": math.exp(min(valid_loss, 50.0)),
+            "tokens_per_s": p.tokens / max(p.epoch_seconds, 1e-9),
+            "seconds": p.seconds,
+        }
+        p.rows.append(row)
+        if valid_loss < p.best_loss:
+            p.best_loss, p.best_epoch, p.best_step = valid_loss, p.epoch, p.step
+            self.best = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        p.epoch, p.position, p.loss_sum, p.tokens, p.epoch_seconds = p.epoch + 1, 0, 0.0, 0, 0.0
+        return row
+
+    def state_dict(self) -> dict[str, Any]:
+        rng = {"torch": torch.get_rng_state(), "python": random.getstate()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "rng": rng,
+            "progress": asdict(self.progress),
+            "best": self.best,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.schedule.load_state_dict(state["schedule"])
+        self.scaler.load_state_dict(state["scaler"])
+        torch.set_rng_state(state["rng"]["torch"])
+        random.setstate(state["rng"]["python"])
+        if "cuda" in state["rng"]:
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        self.progress = Progress(**state["progress"])
+        self.best = {k: v.to(self.device) for k, v in state["best"].items()}
+
+
+def save_state(path: Path, trainer: Trainer, fingerprint: dict[str, Any]) -> None:
+    checkpoint.write(path, {"format": checkpoint.FORMAT, "fingerprint": fingerprint, **trainer.state_dict()})
+    log.info("saved the training state at step %d to %s", trainer.progress.step, path)
+
+
+def load_state(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved state of this very run, if there is one; a stale one is ignored."""
+    if not path.exists():
+        return None
+    state = checkpoint.read(path)
+    if state.get("fingerprint") != fingerprint:
+        log.warning("%s belongs to a different run (config, data or code changed); starting afresh", path)
+        return None
+    return state
+
+
+@contextlib.contextmanager
+def stop_requests() -> Iterator[threading.Event]:
+    """An event set by SIGTERM (how SLURM preempts) or SIGINT, instead of dying mid-step."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: object) -> None:
+        log.warning("received %s: saving the training state after this step", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+    def fmt(value: float | int) -> str:
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    write_lines(path, ["\t".join(METRICS)] + ["\t".join(fmt(r[k]) for k in METRICS) for r in rows])
+
+
+def fit(
+    trainer: Trainer,
+    name: str,
+    train_data: ParallelData,
+    valid_data: ParallelData,
+    files: TrainFiles,
+    fingerprint: dict[str, Any],
 ) -> None:
-    """Train `model_name`; write its best checkpoint (by validation loss), per-epoch
-    metrics, and a JSON manifest of the run (parameter count, resolved settings)."""
-    seed_everything(config.seed)
+    """Train until the epoch or step budget is spent, saving the state as it goes."""
+    config, p = trainer.config, trainer.progress
+    with stop_requests() as stop:
+        while not trainer.finished:
+            batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
+            progress_bar = tqdm(
+                batches[p.position :],
+                desc=f"{name} epoch {p.epoch}",
+                initial=p.position,
+                total=len(batches),
+                file=sys.stderr,
+                mininterval=1 if sys.stderr.isatty() else 30,
+                leave=False,
+            )
+            for indices in progress_bar:
+                start = time.perf_counter()
+                try:
+                    trainer.train_step(train_data.collate(indices))
+                except NonFiniteLoss as e:
+                    save_state(files.state, trainer, fingerprint)
+                    raise MixnmtError(
+                        f"{name}: the training loss became {e} at step {p.step + 1}; the last good state "
+                        f"(step {p.step}) is in {files.state}; lower train.lr or raise train.warmup"
+                    ) from None
+                elapsed = time.perf_counter() - start
+                p.epoch_seconds += elapsed
+                p.seconds += elapsed
+                if stop.is_set():
+                    save_state(files.state, trainer, fingerprint)
+                    raise MixnmtError(
+                        f"{name}: interrupted at step {p.step}; state saved to {files.state}; "
+                        "run the same command again to resume"
+                    )
+                if p.step % config.save_every == 0:
+                    save_state(files.state, trainer, fingerprint)
+                if trainer.finished:
+                    break
+            progress_bar.close()
+            start = time.perf_counter()
+            valid_loss = validate(trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype)
+            p.seconds += time.perf_counter() - start
+            row = trainer.end_epoch(valid_loss)
+            log.info(
+                "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())
+            )
+            save_state(files.state, trainer, fingerprint)
+
+
+def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles) -> None:
+    """Train `model_name` (resuming a saved state of the same run if there is one) and
+    write its best checkpoint, per-epoch metrics, and the run manifest."""
+    determinism.setup(config.seed, config.deterministic)
     device = pick_device()
-    dtype = autocast_dtype(device)
-    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    shared = Path(spm_files[0]).resolve() == Path(spm_files[1]).resolve()
+    src_tok, tgt_tok = Tokenizer(files.spm[0]), Tokenizer(files.spm[1])
+    shared = Path(files.spm[0]).resolve() == Path(files.spm[1]).resolve()
     vocab = {
         "src": checkpoint.vocab_record(src_tok),
         "tgt": checkpoint.vocab_record(tgt_tok),
@@ -119,126 +338,71 @@ def train(
     }
     hparams = resolve(model_name, hparams)
     model = build(model_name, hparams, len(src_tok), len(tgt_tok), shared).to(device)
-    train_data, valid_data = ParallelData.load(*train_files), ParallelData.load(*valid_files)
+    train_data, valid_data = ParallelData.load(*files.train), ParallelData.load(*files.valid)
     if not len(train_data) or not len(valid_data):
-        raise MixnmtError(f"{train_files[0]} or {valid_files[0]}: no sentences to train or validate on")
+        raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
     n_params = sum(p.numel() for p in model.parameters())
-    log.info(
-        "%s: %d parameters on %s (autocast %s); config %s",
-        model_name,
-        n_params,
-        device,
-        dtype,
-        asdict(config),
-    )
+    log.info("%s: %d parameters on %s (autocast %s)", model_name, n_params, device, autocast_dtype(device))
 
-    optimizer = torch.optim.AdamW(
-        model.parameters(),
-        lr=config.lr,
-        betas=config.betas,
-        weight_decay=config.weight_decay,
-        fused=device.type == "cuda",
-    )
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(config.warmup))
-    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
-    order = torch.Generator().manual_seed(config.seed)
-
-    rows: list[dict] = []
-    best_loss, best_state = math.inf, None
-    step, start = 0, time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
-        batches = train_data.batches(config.max_tokens, order)
-        if epoch == 1:
-            log.info(
-                "%d batches per epoch, %.1f%% padding",
-                len(batches),
-                100 * padding_fraction(train_data, batches),
-            )
-        loss_sum, tokens, epoch_start = torch.zeros((), device=device), 0, time.perf_counter()
-        progress = tqdm(
-            batches,
-            desc=f"{model_name} epoch {epoch}",
-            file=sys.stderr,
-            mininterval=1 if sys.stderr.isatty() else 30,
-            leave=False,
-        )
-        for indices in progress:
-            batch = train_data.collate(indices)
-            n = batch.target_tokens
-            loss = token_loss(model, batch.to(device), config.label_smoothing, dtype)
-            scaler.scale(loss / n).backward()
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
-            loss_sum += loss.detach()
-            tokens += n
-            step += 1
-            if config.max_steps is not None and step >= config.max_steps:
-                break
-        progress.close()
-        train_seconds = time.perf_counter() - epoch_start
-        if not math.isfinite(float(loss_sum)):
-            raise MixnmtError(f"{model_name}: training loss is not finite at step {step}; lower train.lr")
-        valid_loss = validate(model, valid_data, config.max_tokens, device, dtype)
-        rows.append(
-            {
-                "epoch": epoch,
-                "step": step,
-                "train_loss": float(loss_sum) / tokens,
-                "valid_loss": valid_loss,
-                "valid_ppl": math.exp(min(valid_loss, 50.0)),
-                "tokens_per_s": tokens / train_seconds,
-                "seconds": time.perf_counter() - start,
-            }
-        )
+    digests = {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]}
+    settings = {k: v for k, v in asdict(config).items() if k != "save_every"}
+    fingerprint = {
+        "model": model_name,
+        "hparams": hparams,
+        "train": settings,
+        "vocab": vocab,
+        "inputs": digests,
+    }
+    trainer = Trainer(model, config, device)
+    state = load_state(files.state, fingerprint)
+    if state is not None:
+        trainer.load_state_dict(state)
         log.info(
-            "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items())
+            "resuming from %s at epoch %d, step %d",
+            files.state,
+            trainer.progress.epoch,
+            trainer.progress.step,
         )
-        write_lines(
-            metrics_path, ["\t".join(METRICS)] + ["\t".join(_fmt(r[k]) for k in METRICS) for r in rows]
+    else:
+        batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, 1))
+        log.info(
+            "%d batches per epoch, %.1f%% padding", len(batches), 100 * padding_fraction(train_data, batches)
         )
-        if valid_loss < best_loss:
-            best_loss, best_state = valid_loss, (epoch, step, copy.deepcopy(model.state_dict()))
-        if config.max_steps is not None and step >= config.max_steps:
-            break
 
-    best_epoch, best_step, state = best_state
-    model.load_state_dict(state)
+    fit(trainer, model_name, train_data, valid_data, files, fingerprint)
+
+    p = trainer.progress
+    model.load_state_dict(trainer.best)
     checkpoint.save(
-        checkpoint_path,
+        files.checkpoint,
         model_name,
         hparams,
         model,
         vocab,
-        epoch=best_epoch,
-        step=best_step,
-        valid_loss=best_loss,
+        epoch=p.best_epoch,
+        step=p.best_step,
+        valid_loss=p.best_loss,
         params=n_params,
     )
-    manifest = {
-        "model": model_name,
-        "params": n_params,
-        "hparams": hparams,
-        "train": asdict(config),
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "steps": step,
-        "best": {"epoch": best_epoch, "step": best_step, "valid_loss": best_loss},
-        "seconds": time.perf_counter() - start,
-    }
-    write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    run = manifest(
+        digests,
+        device,
+        model=model_name,
+        params=n_params,
+        hparams=hparams,
+        train=asdict(config),
+        steps=p.step,
+        best={"epoch": p.best_epoch, "step": p.best_step, "valid_loss": p.best_loss},
+        seconds=p.seconds,
+    )
+    write_metrics(files.metrics, p.rows)
+    write_text(files.manifest, json.dumps(run, indent=2) + "\n")
+    files.state.unlink(missing_ok=True)
     log.info(
         "%s: best epoch %d (step %d, valid loss %.4f) -> %s",
         model_name,
-        best_epoch,
-        best_step,
-        best_loss,
-        checkpoint_path,
+        p.best_epoch,
+        p.best_step,
+        p.best_loss,
+        files.checkpoint,
     )
-
-
-def _fmt(value: float | int) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)

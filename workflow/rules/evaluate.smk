@@ -15,7 +15,8 @@ rule score:
 
 rule aggregate:
     input:
-        expand(f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS),
+        scores=expand(f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS),
+        manifests=expand(f"{OUT}/train/{{model}}/manifest.json", model=MODELS),
     output:
         f"{OUT}/scores.tsv",
     log:
@@ -23,4 +24,5 @@ rule aggregate:
     conda:
         "../../envs/text.yaml"
     shell:
-        "mixnmt aggregate --output {output:q} {input:q} 2> {log:q}"
+        "mixnmt aggregate --scores {input.scores:q} --manifests {input.manifests:q} --output {output:q}"
+        " 2> {log:q}"

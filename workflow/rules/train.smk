@@ -10,6 +10,7 @@ rule train:
     params:
         hparams=hparams,
         config=train_config,
+        state=f"{OUT}/train/{{model}}/resume.pt",  # survives a failed job: rerun to resume
     log:
         logged("train/{model}"),
     threads: 8
@@ -22,4 +23,4 @@ rule train:
         " --config {params.config:q} --threads {threads}"
         " --train {input.train:q} --valid {input.valid:q} --spm {input.spm:q}"
         " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} --manifest {output.manifest:q}"
-        " 2> {log:q}"
+        " --state {params.state:q} 2> {log:q}"

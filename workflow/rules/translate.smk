@@ -7,6 +7,7 @@ rule translate:
         f"{OUT}/translations/{{model}}/{{testset}}.txt",
     params:
         config=json.dumps(config["decode"]),
+        hparams=hparams,
     log:
         logged("translate/{model}/{testset}"),
     threads: 2
@@ -16,4 +17,5 @@ rule translate:
         "../../envs/torch.yaml"
     shell:
         "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        " --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
