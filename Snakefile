@@ -1,6 +1,7 @@
 # mixnmt: attention as a mixture model, compared on English->German translation.
 # Table of contents: data (download, prepare) -> tokenize (spm) -> train -> translate
-# -> evaluate (score, aggregate). Helpers and config checks live in rules/common.smk.
+# -> evaluate (score, significance, aggregate) -> analysis (length buckets, speed,
+# weights, tables) -> report (figures, report.html). Helpers live in rules/common.smk.
 
 from snakemake.utils import min_version
 
@@ -16,9 +17,12 @@ include: "workflow/rules/tokenize.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/translate.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         f"{OUT}/scores.tsv",
+        f"{OUT}/report.html",

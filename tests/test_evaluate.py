@@ -5,7 +5,7 @@ import pytest
 import sacrebleu
 
 from mixnmt import MixnmtError
-from mixnmt.evaluate import aggregate, score
+from mixnmt.evaluate import aggregate, bleu_by_length, score, significance
 
 HYPS = ["Ein Hund rennt im Park .", "Zwei Männer sitzen .", ""]
 REFS = ["Ein Hund rennt durch den Park .", "Zwei Männer sitzen auf einer Bank .", "Ein Kind ."]
@@ -35,7 +35,7 @@ def test_score_refuses_misaligned_files(tmp_path):
 
 
 def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
-    files, manifests = [], []
+    files, manifests, tests = [], [], []
     for model in ("transformer", "rnn"):
         for testset in ("b", "a"):
             out = tmp_path / model / f"{testset}.json"
@@ -43,27 +43,81 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
             files.append(out)
         manifest = {
             "model": model,
-            "params": len(model),
+            "params": len(model) * 10**6,
             "steps": 7,
             "git": {"commit": "abc", "dirty": False},
         }
         manifests.append(tmp_path / model / "manifest.json")
         manifests[-1].write_text(json.dumps(manifest))
-    aggregate(files, manifests, tmp_path / "scores.tsv")
-    table = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
+    for testset in ("a", "b"):
+        hyps = {m: write(tmp_path / f"{m}.txt", HYPS) for m in ("rnn", "transformer")}
+        tests.append(tmp_path / f"sig-{testset}.json")
+        significance(write(tmp_path / "r", REFS), hyps, "rnn", 50, testset, tests[-1])
+    table = aggregate(files, tests, manifests, tmp_path / "scores.tsv", tmp_path / "scores.md")
+    assert table.equals(pd.read_csv(tmp_path / "scores.tsv", sep="\t"))
     assert list(zip(table.testset, table.model)) == [
         ("a", "rnn"),
         ("a", "transformer"),
         ("b", "rnn"),
         ("b", "transformer"),
     ]
-    assert {"bleu", "chrf", "bleu_signature", "chrf_signature", "sentences"} <= set(table.columns)
-    assert list(table.params) == [3, 11, 3, 11] and set(table.commit) == {"abc"}
+    assert {"bleu", "bleu_ci", "bleu_p", "chrf", "chrf_ci", "ter", "ter_p", "bleu_signature"} <= set(
+        table.columns
+    )
+    assert list(table.params) == [3e6, 11e6, 3e6, 11e6] and set(table.commit) == {"abc"}
+    assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
+    markdown = (tmp_path / "scores.md").read_text()
+    assert markdown.startswith("| test set | model | BLEU | chrF | TER | parameters |")
+    assert "| a | transformer |" in markdown and "(p=" in markdown and "11.0M" in markdown
+    assert "Paired bootstrap against rnn on a" in markdown
 
 
 def test_aggregate_names_an_unreadable_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(MixnmtError, match="bad.json: not a readable JSON file"):
-        aggregate([bad], [], tmp_path / "scores.tsv")
+        aggregate([bad], [], [], tmp_path / "scores.tsv", tmp_path / "scores.md")
     assert not (tmp_path / "scores.tsv").exists()
+
+
+def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):
+    refs = write(tmp_path / "ref", REFS * 10)
+    systems = {
+        "rnn": write(tmp_path / "rnn", HYPS * 10),
+        "good": write(tmp_path / "good", [*REFS[:2], "Ein Kind ."] * 10),
+        "close": write(tmp_path / "close", [REFS[0]] + (HYPS * 10)[1:]),  # one sentence better
+    }
+    out = tmp_path / "sig.json"
+    result = significance(refs, systems, "rnn", 100, "t", out)
+    assert json.loads(out.read_text()) == result
+    rows = {row["model"]: row for row in result["systems"]}
+    assert [row["model"] for row in result["systems"]] == ["rnn", "good", "close"]  # baseline first
+    assert rows["rnn"]["bleu_p"] is None and rows["rnn"]["bleu_ci"] > 0
+    assert rows["good"]["bleu_p"] < 0.05 and rows["good"]["ter"] < rows["rnn"]["ter"]
+    assert rows["close"]["bleu"] > rows["rnn"]["bleu"] and rows["close"]["bleu_p"] > 0.05
+    assert rows["good"]["bleu"] == round(
+        sacrebleu.corpus_bleu([*REFS[:2], "Ein Kind ."] * 10, [REFS * 10]).score, 2
+    )
+    assert all("bs:100|seed:12345" in sig for sig in result["signatures"].values())
+
+
+def test_significance_needs_its_baseline(tmp_path):
+    with pytest.raises(MixnmtError, match="analysis.baseline: 'rnn' is not one of the systems"):
+        significance(
+            write(tmp_path / "r", REFS), {"x": write(tmp_path / "x", HYPS)}, "rnn", 10, "t", tmp_path / "o"
+        )
+
+
+def test_bleu_by_length_buckets(tmp_path):
+    sources = ["one two", "one two three four", "a b c d e f g", "x " * 30, ""]
+    refs = ["Eins zwei", "Eins zwei drei vier", "A B C D E F G", "y " * 30, ""]
+    hyps = ["Eins zwei", "Eins drei vier", "A B C D E F G", "y " * 29, ""]
+    src, ref, hyp = write(tmp_path / "s", sources), write(tmp_path / "r", refs), write(tmp_path / "h", hyps)
+    table = bleu_by_length(src, ref, {"m": hyp}, [2, 4, 10], "t", tmp_path / "lengths.tsv")
+    assert list(table.bucket) == ["<=2", "3-4", "5-10", ">10"]
+    assert list(table.sentences) == [2, 1, 1, 1]  # the empty line counts as length 0
+    expected = sacrebleu.corpus_bleu([hyps[1]], [[refs[1]]]).score
+    assert table.bleu[1] == pytest.approx(expected, abs=0.01)
+    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 5)
+    with pytest.raises(MixnmtError, match="analysis.length_buckets: expected increasing"):
+        bleu_by_length(src, ref, {"m": hyp}, [4, 2], "t", tmp_path / "x.tsv")

@@ -55,3 +55,11 @@ def test_atomic_path_keeps_previous_version_on_failure(tmp_path):
         raise RuntimeError
     assert read_lines(target) == ["old"]
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_writes_get_the_usual_permissions(tmp_path):
+    target = tmp_path / "out.txt"
+    write_lines(target, ["x"])
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    assert target.stat().st_mode == plain.stat().st_mode

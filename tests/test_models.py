@@ -76,22 +76,6 @@ def test_padding_does_not_change_a_sentence(name):
         assert (model(extra, tgt) - padded).abs().max() < 1e-4
 
 
-# Analysis weights by model, each with its layout: B batch, S source and T target
-# positions, L layers, H heads, K mixture candidates ("stay" plus the components).
-WEIGHTS = {
-    "rnn": {},
-    "mixture": {"encoder_responsibilities": "BSHK", "decoder_responsibilities": "BTHK"},
-    "mixture2": {
-        "encoder_responsibilities_a": "BSHK",
-        "encoder_responsibilities_b": "BSHK",
-        "decoder_responsibilities_a": "BTHK",
-        "decoder_responsibilities_b": "BTHK",
-    },
-    "transformer": {"cross_attention": "BLHTS"},
-    "attention": {"alignment": "BTS"},
-}
-
-
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_analysis_weights_are_distributions_that_skip_padding(name):
     model = make(name).eval()
@@ -99,25 +83,25 @@ def test_analysis_weights_are_distributions_that_skip_padding(name):
     tgt[2, 4:] = PAD
     hp = SMALL[name]
     sizes = {
-        "B": 3,
-        "S": 9,
-        "T": 7,
-        "L": hp.get("layers"),
-        "H": hp.get("heads"),
-        "K": hp.get("components", 0) + 1,
+        "source": 9,
+        "target": 7,
+        "layer": hp.get("layers"),
+        "head": hp.get("heads"),
+        "component": hp.get("components", 0) + 1,
     }
-    real = {"S": src != PAD, "T": tgt != PAD}
+    real = {"source": src != PAD, "target": tgt != PAD}
     with torch.no_grad():
         weights = model.analyse(src, tgt)
-    assert set(weights) == set(WEIGHTS[name])
-    for key, layout in WEIGHTS[name].items():
+    assert set(weights) == set(model.analysis_axes)
+    assert bool(weights) == (name != "rnn")  # every model but the plain RNN has some
+    for key, axes in model.analysis_axes.items():
         w = weights[key]
-        assert w.shape == tuple(sizes[c] for c in layout), key
+        assert w.shape == (3, *(sizes[a] for a in axes)), key
         live = torch.ones(w.shape, dtype=torch.bool)  # entries at real positions
-        for dim, c in enumerate(layout):
-            if c in real:
+        for dim, axis in enumerate(axes, start=1):
+            if axis in real:
                 shape = [3 if i == 0 else w.size(dim) if i == dim else 1 for i in range(w.dim())]
-                live &= real[c].view(shape)
+                live &= real[axis].view(shape)
         rows = live.any(-1)  # rows whose time step is real
         assert torch.allclose(w.sum(-1)[rows], torch.ones(int(rows.sum()))), key
         assert (w[~live] == 0).all(), key

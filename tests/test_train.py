@@ -124,12 +124,33 @@ def test_same_seed_gives_byte_identical_checkpoints_and_translations(files, tiny
 def cli_train(files, **config) -> list[str]:
     """The `mixnmt train` command line for `files`, single-threaded."""
     return [
-        sys.executable, "-m", "mixnmt", "train", "--model", "transformer", "--threads", "1",
-        "--hparams", json.dumps(HPARAMS), "--config", json.dumps({**CONFIG, **config}),
-        "--train", *map(str, files.train), "--valid", *map(str, files.valid), "--spm", *map(str, files.spm),
-        "--checkpoint", str(files.checkpoint), "--metrics", str(files.metrics),
-        "--manifest", str(files.manifest), "--state", str(files.state),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "mixnmt",
+        "train",
+        "--model",
+        "transformer",
+        "--threads",
+        "1",
+        "--hparams",
+        json.dumps(HPARAMS),
+        "--config",
+        json.dumps({**CONFIG, **config}),
+        "--train",
+        *map(str, files.train),
+        "--valid",
+        *map(str, files.valid),
+        "--spm",
+        *map(str, files.spm),
+        "--checkpoint",
+        str(files.checkpoint),
+        "--metrics",
+        str(files.metrics),
+        "--manifest",
+        str(files.manifest),
+        "--state",
+        str(files.state),
+    ]
 
 
 def start_and_stop(command: list[str], state, sig: signal.Signals) -> subprocess.CompletedProcess:
@@ -152,10 +173,14 @@ def uninterrupted(tiny_ids, tiny_spm, tmp_path_factory) -> str:
     """sha256 of the checkpoint of an uninterrupted command-line run."""
     folder = tmp_path_factory.mktemp("uninterrupted")
     files = TrainFiles(
-        (tiny_ids / "train.en", tiny_ids / "train.de"), (tiny_ids / "valid.en", tiny_ids / "valid.de"),
-        (tiny_spm, tiny_spm), folder / "model.pt", folder / "metrics.tsv", folder / "manifest.json",
+        (tiny_ids / "train.en", tiny_ids / "train.de"),
+        (tiny_ids / "valid.en", tiny_ids / "valid.de"),
+        (tiny_spm, tiny_spm),
+        folder / "model.pt",
+        folder / "metrics.tsv",
+        folder / "manifest.json",
         folder / "resume.pt",
-    )  # fmt: skip
+    )
     subprocess.run(cli_train(files, **INTERRUPTIBLE), check=True, capture_output=True)
     return sha256sum(files.checkpoint)
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pandas as pd
@@ -51,6 +52,9 @@ def overlay(workdir: Path, text: str) -> str:
     return str(path)
 
 
+FIGURES = ("learning_curves", "bleu_by_length", "alignments", "responsibilities", "component_usage", "cost")
+
+
 def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """The job-count table of a dry run."""
     counts = {}
@@ -70,9 +74,17 @@ def test_dry_run_lists_every_stage(workdir):
     assert jobs(result) == {
         "aggregate": 1,
         "all": 1,
+        "analyse": 5,
+        "components_table": 1,
+        "cost_table": 1,
         "download": 6,
+        "lengths": 1,
+        **{f"plot_{name}": 1 for name in FIGURES},
         "prepare": 3,
+        "report": 1,
         "score": 5,
+        "significance": 1,
+        "speed": 5,
         "spm_encode": 5,
         "spm_train": 1,
         "train": 5,
@@ -157,6 +169,48 @@ def test_tiny_experiment_end_to_end(workdir):
         assert f"{manifest['params']} parameters" in (out / "logs" / "train" / f"{model}.log").read_text()
     metrics = pd.read_csv(out / "train" / "transformer" / "metrics.tsv", sep="\t")
     assert len(metrics) == 40 and metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
+
+    # The analysis: every table and figure, and the report that gathers them.
+    scores_md = (out / "scores.md").read_text()
+    # three metrics on two test sets: every model has intervals, all but the baseline p-values
+    assert scores_md.count("±") == 3 * 2 * 5 and scores_md.count("(p=") == 3 * 2 * 4
+    assert "bs:200|seed:12345" in scores_md and (table.ter >= 0).all() and table.bleu_p.notna().sum() == 8
+    lengths = pd.concat(
+        pd.read_csv(out / "tables" / "lengths" / f"{t}.tsv", sep="\t") for t in ("test_a", "test_b")
+    )
+    assert set(lengths.model) == set(models) and set(lengths.bucket) == {"<=4", "5-6", "7-9", ">9"}
+    assert lengths.groupby(["testset", "model"]).sentences.sum().tolist() == [30] * 5 + [20] * 5
+    cost = pd.read_csv(out / "tables" / "cost.tsv", sep="\t")
+    assert (
+        sorted(cost.model) == models
+        and (cost[["greedy_sentences_per_s", "beam_sentences_per_s"]] > 0).all().all()
+    )
+    components = pd.read_csv(out / "tables" / "components.tsv", sep="\t")
+    assert set(components.model) == {"mixture", "mixture2"}
+    for name in (
+        "learning_curves",
+        "bleu_by_length",
+        "alignments",
+        "responsibilities",
+        "component_usage",
+        "cost",
+    ):
+        png = (out / "figures" / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name
+        assert ET.parse(out / "figures" / f"{name}.svg").getroot().tag.endswith("svg"), name
+    report = (out / "report.html").read_text()
+    assert report.count('<img alt="') == 6 and report.count("<details>") == len(models)
+    for section in (
+        "Scores",
+        "BLEU by source length",
+        "Learning curves",
+        "Alignments",
+        "Mixture components",
+        "Size and cost",
+        "Runs",
+        "Configuration",
+    ):
+        assert f">{section}</h2>" in report
 
     # A second run has nothing to do, also when the data now come from another mirror.
     mirror = workdir / "data" / "tiny-source"

@@ -21,6 +21,17 @@ def _json(text: str) -> dict:
     return value
 
 
+def _named(values: list[str]) -> dict[str, Path]:
+    """MODEL=PATH arguments as a dict, in order."""
+    named = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise MixnmtError(f"{value!r}: expected MODEL=PATH")
+        named[name] = Path(path)
+    return named
+
+
 def _set_threads(threads: int | None) -> None:
     if threads:
         import torch
@@ -79,7 +90,75 @@ def cmd_score(a: argparse.Namespace) -> None:
 def cmd_aggregate(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import aggregate
 
-    aggregate(a.scores, a.manifests, a.output)
+    aggregate(a.scores, a.significance, a.manifests, a.output, a.markdown)
+
+
+def cmd_significance(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import significance
+
+    significance(a.references, _named(a.systems), a.baseline, a.resamples, a.testset, a.output)
+
+
+def cmd_lengths(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import bleu_by_length
+
+    bleu_by_length(a.sources, a.references, _named(a.systems), a.edges, a.testset, a.output)
+
+
+def cmd_speed(a: argparse.Namespace) -> None:
+    from mixnmt.decode import DecodeConfig, measure_speed
+
+    _set_threads(a.threads)
+    config = config_section(DecodeConfig, "decode", a.config)
+    measure_speed(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model)
+
+
+def cmd_analyse(a: argparse.Namespace) -> None:
+    from mixnmt.analysis import analyse
+
+    _set_threads(a.threads)
+    analyse(a.model, a.checkpoint, tuple(a.spm), a.input, a.translation, a.sentences, a.output)
+
+
+def cmd_table(a: argparse.Namespace) -> None:
+    from mixnmt import tables
+
+    if a.kind == "cost":
+        tables.cost(a.manifests, a.speeds, a.scores, a.output)
+    else:
+        tables.components(a.analyses, a.output)
+
+
+def cmd_plot(a: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from mixnmt import plots
+    from mixnmt.evaluate import read_json
+
+    if a.kind == "learning-curves":
+        fig = plots.learning_curves({m: pd.read_csv(p, sep="\t") for m, p in _named(a.inputs).items()})
+    elif a.kind == "bleu-by-length":
+        fig = plots.bleu_by_length(pd.concat(pd.read_csv(p, sep="\t") for p in a.inputs))
+    elif a.kind == "cost":
+        fig = plots.cost(pd.read_csv(a.inputs[0], sep="\t"))
+    else:
+        draw = {
+            "alignments": plots.alignments,
+            "responsibilities": plots.responsibilities,
+            "component-usage": plots.component_usage,
+        }[a.kind]
+        fig = draw([read_json(p) for p in a.inputs])
+    plots.save(fig, a.output)
+
+
+def cmd_report(a: argparse.Namespace) -> None:
+    from mixnmt.report import ReportInputs, write_report
+
+    figures = {path.stem: path for path in a.figures}
+    inputs = ReportInputs(
+        a.scores, a.significance, a.lengths, a.cost, a.components, a.manifests, figures, a.captions
+    )
+    write_report(a.output, a.experiment, a.config, inputs)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -151,10 +230,83 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("references", type=Path)
     s.add_argument("output", type=Path)
 
-    s = command("aggregate", cmd_aggregate, "gather score files into one table")
-    s.add_argument("--output", type=Path, required=True)
+    s = command("aggregate", cmd_aggregate, "the score table: scores, intervals, p-values, runs")
     s.add_argument("--scores", type=Path, nargs="+", required=True, help="JSON files of `mixnmt score`")
+    s.add_argument("--significance", type=Path, nargs="+", required=True, help="`mixnmt significance` files")
     s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
+    s.add_argument("--output", type=Path, required=True, help="TSV")
+    s.add_argument("--markdown", type=Path, required=True, help="the same table as Markdown")
+
+    s = command("significance", cmd_significance, "paired bootstrap of every system against a baseline")
+    s.add_argument("--testset", required=True)
+    s.add_argument("--references", type=Path, required=True)
+    s.add_argument("--baseline", required=True, help="name of the baseline system")
+    s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument("--output", type=Path, required=True)
+    s.add_argument("systems", nargs="+", metavar="MODEL=PATH", help="translations of each system")
+
+    s = command("lengths", cmd_lengths, "BLEU per source-length bucket")
+    s.add_argument("--testset", required=True)
+    s.add_argument("--sources", type=Path, required=True, help="source text")
+    s.add_argument("--references", type=Path, required=True)
+    s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
+    s.add_argument("--output", type=Path, required=True)
+    s.add_argument("systems", nargs="+", metavar="MODEL=PATH")
+
+    s = command("speed", cmd_speed, "decoding speed, greedy and beam, and peak memory")
+    s.add_argument("--model", required=True)
+    s.add_argument("--checkpoint", type=Path, required=True)
+    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
+    s.add_argument("--threads", type=int)
+    s.add_argument("input", type=Path, help="source ids")
+    s.add_argument("output", type=Path)
+
+    s = command("analyse", cmd_analyse, "alignments and mixture responsibilities of a model")
+    s.add_argument("--model", required=True)
+    s.add_argument("--checkpoint", type=Path, required=True)
+    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    s.add_argument("--translation", type=Path, required=True, help="the model's translation of INPUT")
+    s.add_argument("--sentences", type=int, nargs="+", required=True, help="indices of sentences to show")
+    s.add_argument("--threads", type=int)
+    s.add_argument("input", type=Path, help="source ids")
+    s.add_argument("output", type=Path)
+
+    s = command("table", cmd_table, "the cost table or the mixture-component table")
+    s.add_argument("kind", choices=["cost", "components"])
+    s.add_argument("--manifests", type=Path, nargs="+", default=[])
+    s.add_argument("--speeds", type=Path, nargs="+", default=[])
+    s.add_argument("--scores", type=Path, help="scores.tsv (cost)")
+    s.add_argument("--analyses", type=Path, nargs="+", default=[])
+    s.add_argument("--output", type=Path, required=True)
+
+    s = command("plot", cmd_plot, "draw one of the study's figures (PNG and SVG)")
+    s.add_argument(
+        "kind",
+        choices=[
+            "learning-curves",
+            "bleu-by-length",
+            "alignments",
+            "responsibilities",
+            "component-usage",
+            "cost",
+        ],
+    )
+    s.add_argument("--output", type=Path, required=True, help="PNG; the SVG goes next to it")
+    s.add_argument("inputs", nargs="+", help="MODEL=metrics.tsv, length tables, analyses or the cost table")
+
+    s = command("report", cmd_report, "the self-contained HTML report")
+    s.add_argument("--experiment", required=True)
+    s.add_argument("--config", type=_json, required=True, help="JSON: the configuration used")
+    s.add_argument("--scores", type=Path, required=True)
+    s.add_argument("--significance", type=Path, nargs="+", required=True)
+    s.add_argument("--lengths", type=Path, nargs="+", required=True)
+    s.add_argument("--cost", type=Path, required=True)
+    s.add_argument("--components", type=Path, required=True)
+    s.add_argument("--manifests", type=Path, nargs="+", required=True)
+    s.add_argument("--figures", type=Path, nargs="+", required=True, help="PNG files, named by figure")
+    s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
+    s.add_argument("--output", type=Path, required=True)
     return p
 
 

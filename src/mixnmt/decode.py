@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import math
 import time
@@ -13,10 +15,10 @@ from torch import Tensor
 
 from mixnmt import checkpoint
 from mixnmt.batching import pad, read_ids
-from mixnmt.files import write_lines
+from mixnmt.device import peak_memory_mb, pick_device
+from mixnmt.files import write_lines, write_text
 from mixnmt.models import Seq2Seq, reorder
 from mixnmt.tokenize import BOS, EOS, PAD, Tokenizer
-from mixnmt.train import pick_device
 
 log = logging.getLogger(__name__)
 
@@ -176,3 +178,32 @@ def translate(
         len(lines) / seconds,
         output,
     )
+
+
+def measure_speed(
+    checkpoint_path: Path,
+    source_ids: Path,
+    spm_files: tuple[Path, Path],
+    output: Path,
+    config: DecodeConfig,
+    model_name: str | None = None,
+) -> dict:
+    """Sentences per second of greedy and of beam search over a test set, and peak memory."""
+    device = pick_device()
+    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
+    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name).to(device)
+    sources = read_ids(source_ids)
+    result: dict = {"model": model_name, "sentences": len(sources), "beam": config.beam}
+    for name, beam in (("greedy", 1), ("beam", config.beam)):
+        start = time.perf_counter()
+        translate_ids(model, sources, dataclasses.replace(config, beam=beam), device)
+        result[f"{name}_sentences_per_s"] = len(sources) / (time.perf_counter() - start)
+    result["peak_memory"] = peak_memory_mb(device)
+    write_text(output, json.dumps(result, indent=2) + "\n")
+    log.info(
+        "%s: greedy %.1f, beam %.1f sentences/s",
+        checkpoint_path,
+        result["greedy_sentences_per_s"],
+        result["beam_sentences_per_s"],
+    )
+    return result

@@ -71,6 +71,10 @@ class Tokenizer:
     def decode(self, ids: Iterable[Sequence[int]]) -> list[str]:
         return self.sp.decode([list(s) for s in ids])
 
+    def pieces(self, ids: Sequence[int]) -> list[str]:
+        """The subword of each id, for axis labels and token tables."""
+        return [self.sp.id_to_piece(i) for i in ids]
+
 
 def encode_file(model: str | Path, text: str | Path, output: str | Path) -> None:
     """Write the ids of every line of `text`, space-separated, one line per input line."""

@@ -25,10 +25,13 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from sacrebleu.metrics import BLEU
 from tqdm import tqdm
 
 from mixnmt import MixnmtError, checkpoint, determinism
 from mixnmt.batching import Batch, ParallelData, padding_fraction
+from mixnmt.decode import DecodeConfig, translate_ids
+from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
 from mixnmt.files import sha256sum, write_lines, write_text
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, resolve
@@ -36,7 +39,7 @@ from mixnmt.tokenize import PAD, Tokenizer
 
 log = logging.getLogger(__name__)
 
-METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "tokens_per_s", "seconds")
+METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class TrainConfig:
     clip_norm: float = 1.0
     seed: int = 1
     deterministic: bool = True
+    bleu_sentences: int = 200  # validation sentences translated (greedy) for BLEU after each epoch
     save_every: int = 500  # steps between resumable saves
 
     def __post_init__(self) -> None:
@@ -81,7 +85,9 @@ class Progress:
     loss_sum: float = 0.0  # this epoch's summed training loss ...
     tokens: int = 0  # ... over this many target tokens
     epoch_seconds: float = 0.0  # time in training steps this epoch
-    seconds: float = 0.0  # wall time of the whole run
+    trained_tokens: int = 0  # target tokens of the whole run ...
+    train_seconds: float = 0.0  # ... and the time its training steps took
+    seconds: float = 0.0  # wall time of the whole run, validation included
     rows: list[dict[str, Any]] = field(default_factory=list)
     best_loss: float = math.inf
     best_epoch: int = 0
@@ -96,17 +102,6 @@ def inverse_sqrt(warmup: int):
     """Learning-rate factor: linear warmup to 1 over `warmup` steps, then 1/sqrt decay."""
     warmup = max(warmup, 1)
     return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
-
-
-def pick_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """Mixed precision on CUDA (bf16 where supported, else fp16); full fp32 elsewhere."""
-    if device.type != "cuda":
-        return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def token_loss(
@@ -135,6 +130,23 @@ def validate(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.
         total += float(token_loss(model, batch.to(device), 0.0, dtype))
     model.train()
     return total / tokens
+
+
+class ValidationBleu:
+    """Corpus BLEU of greedy translations of the first validation sentences, against
+    their detokenised references: the learning curve's quality axis."""
+
+    def __init__(self, data: ParallelData, tokenizer: Tokenizer, sentences: int, device: torch.device):
+        self.sources, self.tokenizer, self.device = data.src[:sentences], tokenizer, device
+        self.references = tokenizer.decode(data.tgt[:sentences])
+
+    def __call__(self, model: Seq2Seq) -> float:
+        if not self.sources:
+            return math.nan
+        model.eval()
+        hypotheses = translate_ids(model, self.sources, DecodeConfig(beam=1), self.device)
+        model.train()
+        return BLEU().corpus_score(self.tokenizer.decode(hypotheses), [self.references]).score
 
 
 class Trainer:
@@ -181,8 +193,9 @@ class Trainer:
         p.position += 1
         p.loss_sum += value
         p.tokens += batch.target_tokens
+        p.trained_tokens += batch.target_tokens
 
-    def end_epoch(self, valid_loss: float) -> dict[str, Any]:
+    def end_epoch(self, valid_loss: float, valid_bleu: float) -> dict[str, Any]:
         """Record the epoch's metrics, keep the weights if they are the best, move on."""
         p = self.progress
         row = {
@@ -191,6 +204,7 @@ class Trainer:
             "train_loss": p.loss_sum / max(p.tokens, 1),
             "valid_loss": valid_loss,
             "valid_ppl": math.exp(min(valid_loss, 50.0)),
+            "valid_bleu": valid_bleu,
             "tokens_per_s": p.tokens / max(p.epoch_seconds, 1e-9),
             "seconds": p.seconds,
         }
@@ -273,6 +287,7 @@ def fit(
     name: str,
     train_data: ParallelData,
     valid_data: ParallelData,
+    valid_bleu: ValidationBleu,
     files: TrainFiles,
     fingerprint: dict[str, Any],
 ) -> None:
@@ -302,6 +317,7 @@ def fit(
                     ) from None
                 elapsed = time.perf_counter() - start
                 p.epoch_seconds += elapsed
+                p.train_seconds += elapsed
                 p.seconds += elapsed
                 if stop.is_set():
                     save_state(files.state, trainer, fingerprint)
@@ -316,8 +332,9 @@ def fit(
             progress_bar.close()
             start = time.perf_counter()
             valid_loss = validate(trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype)
+            bleu = valid_bleu(trainer.model)
             p.seconds += time.perf_counter() - start
-            row = trainer.end_epoch(valid_loss)
+            row = trainer.end_epoch(valid_loss, bleu)
             log.info(
                 "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())
             )
@@ -369,7 +386,8 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
             "%d batches per epoch, %.1f%% padding", len(batches), 100 * padding_fraction(train_data, batches)
         )
 
-    fit(trainer, model_name, train_data, valid_data, files, fingerprint)
+    valid_bleu = ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device)
+    fit(trainer, model_name, train_data, valid_data, valid_bleu, files, fingerprint)
 
     p = trainer.progress
     model.load_state_dict(trainer.best)
@@ -394,6 +412,8 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
         steps=p.step,
         best={"epoch": p.best_epoch, "step": p.best_step, "valid_loss": p.best_loss},
         seconds=p.seconds,
+        tokens_per_s=p.trained_tokens / p.train_seconds,
+        peak_memory=peak_memory_mb(device),
     )
     write_metrics(files.metrics, p.rows)
     write_text(files.manifest, json.dumps(run, indent=2) + "\n")

@@ -30,6 +30,8 @@ for _split, _files in SPLITS.items():
             _where = _split if _split in ("train", "valid") else f"test.{_split}"
             config_error(f"datasets.{config['dataset']}.{_where}", f"has no {_lang!r} file")
 MODELS = list(config["models"])
+if config["analysis"]["baseline"] not in MODELS:
+    config_error("analysis.baseline", f"{config['analysis']['baseline']!r} is not one of models: {', '.join(MODELS)}")
 
 
 wildcard_constraints:
@@ -113,3 +115,27 @@ def train_config(wildcards):
 def hparams(wildcards):
     """JSON of one model's hyperparameters (`models.<model>`)."""
     return json.dumps(config["models"][wildcards.model] or {})
+
+
+def translation(model, testset):
+    return f"{OUT}/translations/{model}/{testset}.txt"
+
+
+def systems(testset):
+    """Inputs naming every model's translation of `testset`."""
+    return {model: translation(model, testset) for model in MODELS}
+
+
+def named(paths):
+    """MODEL=PATH arguments for a dict of paths (quote with :q in the shell command)."""
+    return [f"{name}={path}" for name, path in paths.items()]
+
+
+# --- analysis and report ------------------------------------------------------------
+
+FIRST_TEST = TESTSETS[0]  # speed, alignments and responsibilities are read on this one
+FIGURES = ["learning_curves", "bleu_by_length", "alignments", "responsibilities", "component_usage", "cost"]
+
+
+def figure(name):
+    return f"{OUT}/figures/{name}.png"

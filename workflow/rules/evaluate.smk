@@ -13,16 +13,39 @@ rule score:
         " {input.hypotheses:q} {input.references:q} {output:q} 2> {log:q}"
 
 
+rule significance:
+    input:
+        references=f"{OUT}/corpus/{{testset}}.{TGT}",
+        systems=lambda w: systems(w.testset).values(),
+    output:
+        f"{OUT}/significance/{{testset}}.json",
+    params:
+        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
+        baseline=config["analysis"]["baseline"],
+        resamples=config["analysis"]["bootstrap"],
+    log:
+        logged("significance/{testset}"),
+    conda:
+        "../../envs/text.yaml"
+    shell:
+        "mixnmt significance --testset {wildcards.testset:q} --references {input.references:q}"
+        " --baseline {params.baseline:q} --resamples {params.resamples} --output {output:q}"
+        " {params.systems:q} 2> {log:q}"
+
+
 rule aggregate:
     input:
         scores=expand(f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS),
+        significance=expand(f"{OUT}/significance/{{testset}}.json", testset=TESTSETS),
         manifests=expand(f"{OUT}/train/{{model}}/manifest.json", model=MODELS),
     output:
-        f"{OUT}/scores.tsv",
+        table=f"{OUT}/scores.tsv",
+        markdown=f"{OUT}/scores.md",
     log:
         logged("aggregate"),
     conda:
         "../../envs/text.yaml"
     shell:
-        "mixnmt aggregate --scores {input.scores:q} --manifests {input.manifests:q} --output {output:q}"
+        "mixnmt aggregate --scores {input.scores:q} --significance {input.significance:q}"
+        " --manifests {input.manifests:q} --output {output.table:q} --markdown {output.markdown:q}"
         " 2> {log:q}"

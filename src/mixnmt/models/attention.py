@@ -20,6 +20,8 @@ from mixnmt.tokenize import PAD
 
 
 class Attention(Seq2Seq):
+    analysis_axes = {"alignment": ("target", "source")}
+
     def __init__(
         self,
         src_vocab: int,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -25,6 +26,11 @@ class Seq2Seq(nn.Module, ABC):
     by repeated `step` computes the same logits one token at a time, as search does;
     `analyse` returns the weights models.md asks the figures to show.
     """
+
+    analysis_axes: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """The weights `analyse` returns, each with its axes after the batch axis, named from
+    "source", "target" (positions), "layer", "head" and "component" (mixture candidates);
+    the last axis is the one each distribution sums over."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int, shared_vocab: bool):
         super().__init__()

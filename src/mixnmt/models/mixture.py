@@ -86,6 +86,10 @@ def recur(
 
 class Mixture(Seq2Seq):
     Cell: type[nn.Module] = MixtureCell
+    analysis_axes = {
+        "encoder_responsibilities": ("source", "head", "component"),
+        "decoder_responsibilities": ("target", "head", "component"),
+    }
 
     def __init__(
         self,
@@ -121,9 +125,7 @@ class Mixture(Seq2Seq):
         logits = self.output(self.drop(h))
         if not keep_weights:
             return logits, {}
-        names = ("",) if len(enc_pis) == 1 else ("_a", "_b")
-        weights = {f"encoder_responsibilities{n}": pi for n, pi in zip(names, enc_pis)}
-        return logits, weights | {f"decoder_responsibilities{n}": pi for n, pi in zip(names, dec_pis)}
+        return logits, dict(zip(self.analysis_axes, enc_pis + dec_pis))  # encoder's, then decoder's
 
     def encode(self, src: Tensor) -> State:
         state, _ = self.encode_with_weights(src)

@@ -37,3 +37,8 @@ class SecondOrderCell(nn.Module):
 
 class Mixture2(Mixture):
     Cell = SecondOrderCell
+    analysis_axes = {
+        f"{side}_responsibilities_{order}": (position, "head", "component")
+        for side, position in (("encoder", "source"), ("decoder", "target"))
+        for order in ("a", "b")
+    }

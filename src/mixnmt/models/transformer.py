@@ -129,6 +129,8 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(Seq2Seq):
+    analysis_axes = {"cross_attention": ("layer", "head", "target", "source")}
+
     def __init__(
         self,
         src_vocab: int,

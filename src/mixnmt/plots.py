@@ -1,0 +1,250 @@
+"""The study's figures. One colour per model everywhere; axes labelled with units; every
+figure written as PNG (for the report) and SVG (for papers)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from mixnmt.files import atomic_path  # noqa: E402
+
+# Okabe-Ito, safe for colour-blind readers; the five studied models keep theirs always.
+PALETTE = {
+    "rnn": "#E69F00",
+    "mixture": "#56B4E9",
+    "mixture2": "#0072B2",
+    "transformer": "#009E73",
+    "attention": "#D55E00",
+}
+SPARE = ["#CC79A7", "#000000", "#F0E442", "#999999"]
+ORDER = list(PALETTE)
+
+plt.rcParams.update(
+    {"figure.dpi": 110, "font.size": 10, "axes.spines.top": False, "axes.spines.right": False}
+)
+
+
+def color(model: str) -> str:
+    """The model's colour; other models get the spare colours by name."""
+    if model in PALETTE:
+        return PALETTE[model]
+    return SPARE[sum(map(ord, model)) % len(SPARE)]
+
+
+def ordered(models: Iterable[str]) -> list[str]:
+    """The studied models in the order of models.md, then any others by name."""
+    models = set(models)
+    return [m for m in ORDER if m in models] + sorted(models - set(ORDER))
+
+
+def save(fig: Figure, png: Path) -> None:
+    """Write `fig` to `png` and to the same name with .svg, atomically."""
+    for path, fmt in ((Path(png), "png"), (Path(png).with_suffix(".svg"), "svg")):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, bbox_inches="tight", dpi=150 if fmt == "png" else None)
+    plt.close(fig)
+
+
+def empty(message: str) -> Figure:
+    """A figure that says why there is nothing to show."""
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    return fig
+
+
+def legend_below(fig: Figure, ax) -> None:
+    """One legend for the whole figure, under the panels."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False)
+
+
+def time_axis(seconds: pd.Series) -> tuple[pd.Series, str]:
+    """Seconds in the unit that reads best: s, min or h."""
+    top = float(seconds.max()) if len(seconds) else 0.0
+    if top > 3 * 3600:
+        return seconds / 3600, "h"
+    if top > 300:
+        return seconds / 60, "min"
+    return seconds, "s"
+
+
+def learning_curves(metrics: dict[str, pd.DataFrame]) -> Figure:
+    """Validation loss and BLEU against epoch and against wall-clock time."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharey="row", layout="constrained")
+    unit = time_axis(pd.concat([m.seconds for m in metrics.values()]))[1]
+    scale = {"s": 1, "min": 60, "h": 3600}[unit]
+    for model in ordered(metrics):
+        m = metrics[model]
+        for row, column in enumerate(("valid_loss", "valid_bleu")):
+            for col, x in enumerate((m.epoch, m.seconds / scale)):
+                axes[row, col].plot(x, m[column], marker="o", ms=3, color=color(model), label=model)
+    axes[0, 0].set_ylabel("validation loss (nats/token)")
+    axes[1, 0].set_ylabel("validation BLEU (greedy)")
+    for row in range(2):
+        axes[row, 0].set_xlabel("epoch")
+        axes[row, 1].set_xlabel(f"wall-clock time ({unit})")
+    legend_below(fig, axes[0, 0])
+    return fig
+
+
+def bleu_by_length(table: pd.DataFrame) -> Figure:
+    """BLEU per source-length bucket, one line per model, one panel per test set."""
+    testsets = list(dict.fromkeys(table.testset))
+    fig, axes = plt.subplots(
+        1, len(testsets), figsize=(5 * len(testsets), 4.5), squeeze=False, layout="constrained"
+    )
+    for ax, testset in zip(axes[0], testsets):
+        t = table[table.testset == testset]
+        buckets = list(dict.fromkeys(t.bucket))
+        counts = t.groupby("bucket", sort=False).sentences.first()
+        for model in ordered(t.model):
+            rows = t[t.model == model].set_index("bucket").reindex(buckets)
+            ax.plot(range(len(buckets)), rows.bleu, marker="o", color=color(model), label=model)
+        ax.set_xticks(range(len(buckets)), [f"{b}\n(n={counts[b]})" for b in buckets])
+        ax.set_xlabel("source length (words)")
+        ax.set_ylabel("BLEU")
+        ax.set_title(testset)
+    legend_below(fig, axes[0, 0])
+    return fig
+
+
+def entropy_rows(weights: np.ndarray) -> float:
+    """Mean entropy (nats) of the non-empty rows of a (T, S) weight matrix."""
+    rows = weights[weights.sum(-1) > 0]
+    return float(-(rows * np.log(np.clip(rows, 1e-12, None))).sum(-1).mean()) if len(rows) else math.inf
+
+
+def alignment_panels(analysis: dict[str, Any], sentence: dict[str, Any]) -> list[tuple[str, str, np.ndarray]]:
+    """(row, title, target x source matrix) for every source alignment of a model on a
+    sentence: per layer the mean over heads and the most peaked head, if it has several."""
+    model, panels = analysis["model"], []
+    for name, axes in analysis["axes"].items():
+        if axes[-2:] != ["target", "source"]:
+            continue
+        w = np.asarray(sentence["weights"][name])
+        if axes == ["target", "source"]:
+            panels.append((model, model, w))
+            continue
+        for layer, heads in enumerate(w, start=1):  # (layer, head, target, source)
+            peaked = min(range(len(heads)), key=lambda h: entropy_rows(heads[h]))
+            panels.append(
+                (f"{model} {layer} mean", f"{model} layer {layer}, mean of {len(heads)} heads", heads.mean(0))
+            )
+            panels.append(
+                (
+                    f"{model} {layer} peaked",
+                    f"{model} layer {layer}, head {peaked + 1} (most peaked)",
+                    heads[peaked],
+                )
+            )
+    return panels
+
+
+def heatmap(ax, matrix: np.ndarray, rows: list[str], columns: list[str]):
+    image = ax.imshow(matrix, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    return image
+
+
+def heatmap_grid(panels: dict[str, list], xlabel: str, ylabel: str, colorbar: str, width: float) -> Figure:
+    """Rows of heatmaps, one row per kind of panel, one column per sentence. `panels`
+    maps each row's title to (sentence, title, matrix, row labels, column labels)."""
+    ncols = max(map(len, panels.values()))
+    fig, axes = plt.subplots(
+        len(panels), ncols, figsize=(width * ncols, 3.4 * len(panels)), squeeze=False, layout="constrained"
+    )
+    for r, row in enumerate(panels.values()):
+        for c, (sentence, title, matrix, rows, columns) in enumerate(row):
+            ax = axes[r, c]
+            image = heatmap(ax, matrix, rows, columns)
+            ax.set_title(title if r else f"test sentence {sentence['index']}\n{title}", fontsize=9)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+            ax.set_xlabel(xlabel, fontsize=8)
+        for c in range(len(row), ncols):
+            axes[r, c].axis("off")
+    fig.colorbar(image, ax=axes, shrink=min(0.6, 2 / len(panels)), label=colorbar)
+    return fig
+
+
+def alignments(analyses: list[dict[str, Any]]) -> Figure:
+    """Source x target attention of every attending model on the fixed sentences:
+    one row per model (and layer view), one column per sentence."""
+    panels: dict[str, list] = {}
+    for a in analyses:
+        for sentence in a["sentences"]:
+            for row, title, matrix in alignment_panels(a, sentence):
+                panels.setdefault(row, []).append(
+                    (sentence, title, matrix, sentence["target"], sentence["source"])
+                )
+    if not panels:
+        return empty("No model in this experiment attends to source positions.")
+    return heatmap_grid(panels, "source subword", "output subword", "attention weight", width=3.8)
+
+
+def responsibilities(analyses: list[dict[str, Any]]) -> Figure:
+    """Step x component responsibilities (mean over heads) on the fixed sentences."""
+    panels: dict[str, list] = {}
+    for a in analyses:
+        for name, axes in a["axes"].items():
+            if axes[-1] != "component":
+                continue
+            title = f"{a['model']} {name.replace('_', ' ')}"
+            for sentence in a["sentences"]:
+                pi = np.asarray(sentence["weights"][name]).mean(1)  # (steps, K+1)
+                read = sentence["source"] if axes[0] == "source" else ["<s>", *sentence["target"][:-1]]
+                columns = ["stay"] + [str(k) if k % 8 == 0 else "" for k in range(1, pi.shape[1])]
+                panels.setdefault(title, []).append((sentence, title, pi, read, columns))
+    if not panels:
+        return empty("No mixture model in this experiment.")
+    return heatmap_grid(
+        panels, "component (0 = stay)", "subword read", "responsibility (mean over heads)", 4.2
+    )
+
+
+def component_usage(analyses: list[dict[str, Any]]) -> Figure:
+    """How much of the responsibility each component takes over the test set."""
+    rows = [(a, name, stats) for a in analyses for name, stats in a["components"].items()]
+    if not rows:
+        return empty("No mixture model in this experiment.")
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 2.2 * len(rows)), squeeze=False, layout="constrained")
+    for ax, (a, name, stats) in zip(axes[:, 0], rows):
+        usage = np.asarray(stats["usage"])
+        bars = ax.bar(range(len(usage)), usage, color=color(a["model"]), width=0.8)
+        bars[0].set_color("#444444")  # "stay"
+        ax.set_ylabel("mean\nresponsibility")
+        ax.set_title(
+            f"{a['model']} {name.replace('_', ' ')}: entropy {stats['entropy']:.2f} nats "
+            f"(uniform would be {math.log(len(usage)):.2f})",
+            fontsize=9,
+        )
+    axes[-1, 0].set_xlabel("component (0, dark: stay)")
+    return fig
+
+
+def cost(table: pd.DataFrame) -> Figure:
+    """BLEU against parameters and against training time, one point per model."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
+    hours, unit = time_axis(table.train_seconds)
+    for ax, x, label in (
+        (axes[0], table.params / 1e6, "parameters (millions)"),
+        (axes[1], hours, f"training time ({unit})"),
+    ):
+        for i, model in enumerate(table.model):
+            ax.scatter(x.iloc[i], table.bleu.iloc[i], s=60, color=color(model), label=model, zorder=3)
+            ax.annotate(model, (x.iloc[i], table.bleu.iloc[i]), xytext=(5, 5), textcoords="offset points")
+        ax.set_xlabel(label)
+    axes[0].set_ylabel(f"BLEU ({table.testset.iloc[0]})" if len(table) else "BLEU")
+    return fig

@@ -1,0 +1,77 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mixnmt import MixnmtError, checkpoint, tokenize
+from mixnmt.analysis import analyse
+from mixnmt.files import read_lines
+from mixnmt.models import build
+from test_models import SMALL
+
+
+@pytest.fixture(scope="module")
+def test_set(tiny_source, tiny_spm, tmp_path_factory):
+    """Source ids of a tiny test set and a 'translation' of it (its references)."""
+    folder = tmp_path_factory.mktemp("analysis")
+    tokenize.encode_file(tiny_spm, tiny_source / "test_a.en", folder / "test.ids")
+    return folder / "test.ids", tiny_source / "test_a.de"
+
+
+def saved(name, tiny_spm, folder):
+    tok = tokenize.Tokenizer(tiny_spm)
+    torch.manual_seed(0)
+    model = build(name, SMALL[name], len(tok), len(tok), shared_vocab=True)
+    record = checkpoint.vocab_record(tok)
+    path = folder / f"{name}.pt"
+    checkpoint.save(path, name, SMALL[name], model, {"src": record, "tgt": record, "shared": True})
+    return path
+
+
+@pytest.mark.parametrize("name", ["transformer", "mixture2"])
+def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, test_set, tmp_path):
+    source_ids, translation = test_set
+    out = tmp_path / "analysis.json"
+    analyse(name, saved(name, tiny_spm, tmp_path), (tiny_spm, tiny_spm), source_ids, translation, [0, 3], out)
+    result = json.loads(out.read_text())
+    assert result["model"] == name and [s["index"] for s in result["sentences"]] == [0, 3]
+    for sentence in result["sentences"]:
+        assert sentence["source"][-1] == "</s>" and sentence["target"][-1] == "</s>"
+        for weight, axes in result["axes"].items():
+            shape = np.asarray(sentence["weights"][weight]).shape
+            lengths = {"source": len(sentence["source"]), "target": len(sentence["target"])}
+            assert [shape[axes.index(a)] for a in lengths if a in axes] == [
+                lengths[a] for a in lengths if a in axes
+            ]
+    if name == "transformer":
+        assert result["components"] == {}
+        return
+    assert set(result["components"]) == set(result["axes"])  # every mixture summarised
+    steps = {"source": 0, "target": 0}
+    refs = read_lines(translation)
+    ids = read_lines(source_ids)
+    for i, line in enumerate(ids):
+        if line:  # empty sources are never translated
+            steps["source"] += len(line.split()) + 1
+            steps["target"] += len(tokenize.Tokenizer(tiny_spm).encode([refs[i]])[0]) + 1
+    for weight, stats in result["components"].items():
+        k = SMALL[name]["components"] + 1
+        assert len(stats["usage"]) == k and sum(stats["usage"]) == pytest.approx(1, abs=1e-3)
+        assert 0 < stats["entropy"] <= math.log(k)
+        assert stats["steps"] == steps[result["axes"][weight][0]] == sum(stats["led"].values())
+        assert all(
+            len(tokens) <= 8 and tokens[0][1] >= tokens[-1][1] for tokens in stats["top_tokens"].values()
+        )
+
+
+def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp_path):
+    source_ids, translation = test_set
+    path = saved("attention", tiny_spm, tmp_path)
+    for index in (5, 99):  # test_a's line 5 is empty
+        with pytest.raises(MixnmtError, match=f"analysis.sentences: {index} is not a non-empty sentence"):
+            analyse(
+                "attention", path, (tiny_spm, tiny_spm), source_ids, translation, [index], tmp_path / "a.json"
+            )
+    assert not (tmp_path / "a.json").exists()
