@@ -1,7 +1,8 @@
 # mixnmt: attention as a mixture model, compared on English->German translation.
 # Table of contents: data (download, prepare) -> tokenize (spm) -> train -> translate
 # -> evaluate (score, significance, aggregate) -> analysis (length buckets, speed,
-# weights, tables) -> report (figures, report.html). Helpers live in rules/common.smk.
+# weights, tables) -> report (figures, report.html). Helpers live in rules/common.smk;
+# rules/targets.smk names the targets of the stages in dvc.yaml.
 
 from snakemake.utils import min_version
 
@@ -19,6 +20,7 @@ include: "workflow/rules/translate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/targets.smk"
 
 
 rule all:

@@ -53,7 +53,9 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
         hyps = {m: write(tmp_path / f"{m}.txt", HYPS) for m in ("rnn", "transformer")}
         tests.append(tmp_path / f"sig-{testset}.json")
         significance(write(tmp_path / "r", REFS), hyps, "rnn", 50, testset, tests[-1])
-    table = aggregate(files, tests, manifests, tmp_path / "scores.tsv", tmp_path / "scores.md")
+    table = aggregate(
+        files, tests, manifests, tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json"
+    )
     assert table.equals(pd.read_csv(tmp_path / "scores.tsv", sep="\t"))
     assert list(zip(table.testset, table.model)) == [
         ("a", "rnn"),
@@ -70,13 +72,22 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     assert markdown.startswith("| test set | model | BLEU | chrF | TER | parameters |")
     assert "| a | transformer |" in markdown and "(p=" in markdown and "11.0M" in markdown
     assert "Paired bootstrap against rnn on a" in markdown
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["a"]["transformer"]["bleu"] == table.bleu[1] and set(metrics["a"]["rnn"]) == {
+        "bleu",
+        "bleu_ci",
+        "chrf",
+        "chrf_ci",
+        "ter",
+        "ter_ci",
+    }
 
 
 def test_aggregate_names_an_unreadable_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(MixnmtError, match="bad.json: not a readable JSON file"):
-        aggregate([bad], [], [], tmp_path / "scores.tsv", tmp_path / "scores.md")
+        aggregate([bad], [], [], tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json")
     assert not (tmp_path / "scores.tsv").exists()
 
 

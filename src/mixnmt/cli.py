@@ -90,7 +90,7 @@ def cmd_score(a: argparse.Namespace) -> None:
 def cmd_aggregate(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import aggregate
 
-    aggregate(a.scores, a.significance, a.manifests, a.output, a.markdown)
+    aggregate(a.scores, a.significance, a.manifests, a.output, a.markdown, a.metrics)
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
@@ -236,6 +236,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
     s.add_argument("--output", type=Path, required=True, help="TSV")
     s.add_argument("--markdown", type=Path, required=True, help="the same table as Markdown")
+    s.add_argument("--metrics", type=Path, required=True, help="the numbers as JSON, for `dvc metrics`")
 
     s = command("significance", cmd_significance, "paired bootstrap of every system against a baseline")
     s.add_argument("--testset", required=True)

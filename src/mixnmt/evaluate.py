@@ -122,11 +122,17 @@ def bleu_by_length(
 
 
 def aggregate(
-    scores: list[Path], significances: list[Path], manifests: list[Path], output: Path, markdown: Path
+    scores: list[Path],
+    significances: list[Path],
+    manifests: list[Path],
+    output: Path,
+    markdown: Path,
+    metrics: Path,
 ) -> pd.DataFrame:
     """One row per model x test set: BLEU, chrF, TER with 95% intervals and p-values
     against the baseline, the metric signatures, and each model's training run
-    (parameters, steps, git commit) from its manifest. Also as a Markdown table."""
+    (parameters, steps, git commit) from its manifest. Also as a Markdown table, and as
+    JSON metrics {testset: {model: {metric: value}}} for `dvc metrics`."""
     runs = pd.DataFrame(
         [
             {"model": m["model"], "params": m["params"], "steps": m["steps"], "commit": m["git"]["commit"]}
@@ -148,6 +154,13 @@ def aggregate(
     )
     write_table(output, table)
     write_text(markdown, markdown_scores(table, tests))
+    numbers = ["bleu", "bleu_ci", "chrf", "chrf_ci", "ter", "ter_ci"]
+    nested: dict[str, dict] = {}
+    for row in table.itertuples():
+        nested.setdefault(row.testset, {})[row.model] = {
+            k: float(getattr(row, k)) for k in numbers if not pd.isna(getattr(row, k))
+        }
+    write_text(metrics, json.dumps(nested, indent=2) + "\n")
     return table
 
 

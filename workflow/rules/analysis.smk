@@ -32,6 +32,7 @@ rule speed:
     threads: 8
     resources:
         gpu=1,
+        mem_mb=4000,
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -54,6 +55,7 @@ rule analyse:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=4000,
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -41,6 +41,7 @@ rule aggregate:
     output:
         table=f"{OUT}/scores.tsv",
         markdown=f"{OUT}/scores.md",
+        metrics=f"{OUT}/scores.json",
     log:
         logged("aggregate"),
     conda:
@@ -48,4 +49,4 @@ rule aggregate:
     shell:
         "mixnmt aggregate --scores {input.scores:q} --significance {input.significance:q}"
         " --manifests {input.manifests:q} --output {output.table:q} --markdown {output.markdown:q}"
-        " 2> {log:q}"
+        " --metrics {output.metrics:q} 2> {log:q}"

@@ -16,6 +16,7 @@ rule train:
     threads: 8
     resources:
         gpu=1,
+        mem_mb=8000,
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -13,6 +13,7 @@ rule translate:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=4000,
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -1,0 +1,62 @@
+"""The SLURM profile on a real one-node cluster (tests/cluster/start-slurm.sh starts one)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tinydata
+from conftest import ROOT
+
+
+def cluster_state() -> str | None:
+    """The state of the node `localhost`, if a SLURM cluster answers."""
+    if shutil.which("sinfo") is None:
+        return None
+    try:
+        done = subprocess.run(
+            ["sinfo", "-h", "-n", "localhost", "-o", "%t"], capture_output=True, text=True, timeout=20
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    cluster_state() not in ("idle", "mix", "alloc"),
+    reason="no SLURM cluster on localhost; tests/cluster/start-slurm.sh starts one (as root, with apt-get)",
+)
+def test_tiny_experiment_through_the_slurm_profile(tmp_path):
+    """The path of one model from download to score, as SLURM jobs: the data group, a
+    GPU training job, a GPU translation job and the summary group."""
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    tinydata.write_corpus(tmp_path / "data" / "tiny-source")
+    target = "results/tiny/scores/transformer/test_a.json"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
+         "--profile", str(ROOT / "profiles" / "slurm"), "--configfile", str(ROOT / "tests" / "tiny.yaml"),
+         "--slurm-status-command", "squeue", "--slurm-no-account", target],
+        capture_output=True, text=True, env=env, timeout=1200,
+    )  # fmt: skip
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+    submitted = {  # rule -> SLURM job id, from "Job 3 has been submitted with SLURM jobid 41 (log: ...)"
+        line.split("/slurm_logs/")[1].split("/")[0]: line.split("SLURM jobid ")[1].split()[0]
+        for line in log.splitlines()
+        if "submitted with SLURM jobid" in line
+    }
+    assert sorted(submitted) == ["group_data", "group_summary", "rule_train", "rule_translate"], submitted
+    score = pd.read_json(tmp_path / target, typ="series")
+    assert score["model"] == "transformer" and score["bleu"] > 20
+    # The GPU rules asked SLURM for a GPU (the test cluster has a stand-in one); the others did not.
+    for rule, job in submitted.items():
+        details = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
+        assert ("gpu" in details) == rule.startswith("rule_"), (rule, details)

@@ -1,0 +1,22 @@
+# Named targets, one per stage of dvc.yaml: DVC decides whether a stage runs, and the
+# stage asks Snakemake for its target.
+
+
+rule tokenized:
+    input:
+        [f"{OUT}/corpus/{split}.{lang}" for split in SPLITS for lang in (SRC, TGT)],
+        [spm_model(lang) for lang in (SRC, TGT)],
+        [ids(split, lang) for split in ("train", "valid") for lang in (SRC, TGT)],
+        [ids(testset, SRC) for testset in TESTSETS],
+
+
+for name in MODELS:
+
+    rule:
+        name:
+            f"evaluated_{name}"
+        input:
+            [translation(name, testset) for testset in TESTSETS],
+            [f"{OUT}/scores/{name}/{testset}.json" for testset in TESTSETS],
+            f"{OUT}/speed/{name}.json",
+            f"{OUT}/analysis/{name}.json",
