@@ -54,7 +54,8 @@ def test_tiny_experiment_through_the_slurm_profile(tmp_path):
     )  # fmt: skip
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]
-    submitted = {  # job -> SLURM job id, from "... submitted with SLURM jobid 41 (log: .../slurm_logs/<job>/...)"
+    # job -> SLURM job id, from "... submitted with SLURM jobid 41 (log: .../slurm_logs/<job>/...)"
+    submitted = {
         job_name(line.split("/slurm_logs/")[1].split("/")[0]): line.split("SLURM jobid ")[1].split()[0]
         for line in log.splitlines()
         if "submitted with SLURM jobid" in line

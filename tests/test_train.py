@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from mixnmt import MixnmtError, checkpoint, config_section, tokenize
+from mixnmt.batching import ParallelData
 from mixnmt.cli import main
 from mixnmt.files import sha256sum
-from mixnmt.train import METRICS, TrainConfig, TrainFiles, inverse_sqrt, train
+from mixnmt.train import METRICS, TrainConfig, TrainFiles, inverse_sqrt, train, validate
 
 HPARAMS = {"d_model": 32, "heads": 2, "layers": 1, "ffn": 64, "dropout": 0.1}
 CONFIG = {"max_tokens": 512, "lr": 3e-3, "warmup": 20}
@@ -165,7 +167,7 @@ def start_and_stop(command: list[str], state, sig: signal.Signals) -> subprocess
     return subprocess.CompletedProcess(command, process.returncode, "", stderr)
 
 
-INTERRUPTIBLE = {"epochs": 12, "save_every": 20}
+INTERRUPTIBLE = {"epochs": 12, "save_every": 20, "average": 3}  # the averaged weights resume too
 
 
 @pytest.fixture(scope="module")
@@ -287,3 +289,26 @@ def test_inverse_sqrt_schedule():
 def test_unknown_training_setting_is_named():
     with pytest.raises(MixnmtError, match="train.learning_rate: unknown setting"):
         config_section(TrainConfig, "train", {"learning_rate": 0.1})
+
+
+def test_checkpoint_averaging_keeps_what_validation_prefers(files, tmp_path):
+    _, single = run(elsewhere(files, tmp_path / "single"), epochs=6)
+    _, chosen = run(files, epochs=6, average=3)
+    assert chosen["valid_loss"] <= single["valid_loss"]
+    if "averaged_epochs" in chosen:  # the mean of the last three epochs won
+        assert chosen["averaged_epochs"] == [4, 5, 6] and chosen["valid_loss"] < single["valid_loss"]
+    else:  # the best single epoch's weights, as without averaging
+        assert chosen["epoch"] == single["epoch"]
+        assert all(torch.equal(v, single["state_dict"][k]) for k, v in chosen["state_dict"].items())
+    # The recorded loss is the loss of the weights shipped.
+    tok = tokenize.Tokenizer(files.spm[1])
+    model = checkpoint.load_model(files.checkpoint, tok, tok)
+    loss = validate(model, ParallelData.load(*files.valid), 512, torch.device("cpu"), None)
+    assert loss == pytest.approx(chosen["valid_loss"], rel=1e-6)
+    assert json.loads(files.manifest.read_text())["best"]["valid_loss"] == chosen["valid_loss"]
+
+
+def test_compiled_training_saves_the_plain_model(files):
+    """torch.compile wraps the training forward only: the checkpoint is the model's own."""
+    _, ckpt = run(files, epochs=1, max_steps=3, compile=True)
+    assert not any(k.startswith("_orig_mod") for k in ckpt["state_dict"])

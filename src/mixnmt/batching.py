@@ -41,7 +41,11 @@ class Batch:
         return int((self.tgt_out != PAD).sum())
 
     def to(self, device: torch.device) -> Batch:
-        return Batch(*(t.to(device, non_blocking=True) for t in (self.src, self.tgt_in, self.tgt_out)))
+        """The batch on `device`; to a GPU from pinned memory, without waiting for the copy."""
+        tensors = (self.src, self.tgt_in, self.tgt_out)
+        if device.type == "cuda":
+            tensors = tuple(t.pin_memory() for t in tensors)
+        return Batch(*(t.to(device, non_blocking=True) for t in tensors))
 
 
 class ParallelData:
@@ -62,15 +66,16 @@ class ParallelData:
     def batches(self, max_tokens: int, generator: torch.Generator | None = None) -> list[list[int]]:
         """Sentence indices grouped so that each padded batch holds at most `max_tokens`.
 
-        Sentences are sorted by (source, target) length so that batches carry little
-        padding. With a `generator` the order within equal lengths and the order of the
-        batches are shuffled (a new draw each call); without one both are fixed.
+        Sentences are sorted by the longer of their two sides (the batch width the
+        budget counts), then by source and target length, so that batches carry little
+        padding on either side. With a `generator` the order within equal lengths and the
+        order of the batches are shuffled (a new draw each call); without one both are fixed.
         """
         n = len(self)
         order = torch.randperm(n, generator=generator).tolist() if generator else range(n)
         # +1 for EOS on the source and BOS/EOS on the shifted target.
         key = [(len(self.src[i]) + 1, len(self.tgt[i]) + 1) for i in range(n)]
-        order = sorted(order, key=key.__getitem__)
+        order = sorted(order, key=lambda i: (max(key[i]), *key[i]))
         batches: list[list[int]] = []
         current: list[int] = []
         width = 0

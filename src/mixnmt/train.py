@@ -18,13 +18,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from sacrebleu.metrics import BLEU
 from tqdm import tqdm
 
@@ -33,9 +32,10 @@ from mixnmt.batching import Batch, ParallelData, padding_fraction
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
 from mixnmt.files import sha256sum, write_lines, write_text
+from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, resolve
-from mixnmt.tokenize import PAD, Tokenizer
+from mixnmt.tokenize import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ class TrainConfig:
     deterministic: bool = True
     bleu_sentences: int = 200  # validation sentences translated (greedy) for BLEU after each epoch
     save_every: int = 500  # steps between resumable saves
+    average: int = 1  # also try the mean weights of the last `average` epochs; validation decides
+    compile: bool = False  # torch.compile the training forward pass (for GPUs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
@@ -105,18 +107,15 @@ def inverse_sqrt(warmup: int):
 
 
 def token_loss(
-    model: Seq2Seq, batch: Batch, label_smoothing: float, dtype: torch.dtype | None
+    model: Seq2Seq | Callable[..., torch.Tensor],
+    batch: Batch,
+    label_smoothing: float,
+    dtype: torch.dtype | None,
 ) -> torch.Tensor:
     """Summed cross-entropy of a batch's target tokens (padding ignored)."""
     with torch.autocast(batch.src.device.type, dtype=dtype, enabled=dtype is not None):
         logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-    return F.cross_entropy(
-        logits.float().flatten(0, 1),
-        batch.tgt_out.flatten(),
-        ignore_index=PAD,
-        label_smoothing=label_smoothing,
-        reduction="sum",
-    )
+    return smoothed_cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), label_smoothing)
 
 
 @torch.no_grad()
@@ -164,8 +163,11 @@ class Trainer:
         )
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(config.warmup))
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
+        # The compiled forward shares the model's parameters; checkpoints save the model.
+        self.forward = torch.compile(model) if config.compile else model
         self.progress = Progress()
         self.best: dict[str, torch.Tensor] = {}  # weights of the best epoch so far
+        self.recent: list[dict[str, torch.Tensor]] = []  # of the last `average` epochs
 
     @property
     def finished(self) -> bool:
@@ -174,7 +176,7 @@ class Trainer:
 
     def train_step(self, batch: Batch) -> None:
         """One update; raises NonFiniteLoss, before changing anything, on a nan/inf loss."""
-        loss = token_loss(self.model, batch.to(self.device), self.config.label_smoothing, self.dtype)
+        loss = token_loss(self.forward, batch.to(self.device), self.config.label_smoothing, self.dtype)
         value = float(loss.detach())
         if not math.isfinite(value):
             raise NonFiniteLoss(value)
@@ -211,7 +213,9 @@ class Trainer:
         p.rows.append(row)
         if valid_loss < p.best_loss:
             p.best_loss, p.best_epoch, p.best_step = valid_loss, p.epoch, p.step
-            self.best = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.best = self.weights()
+        if self.config.average > 1:
+            self.recent = [*self.recent, self.weights()][-self.config.average :]
         p.epoch, p.position, p.loss_sum, p.tokens, p.epoch_seconds = p.epoch + 1, 0, 0.0, 0, 0.0
         return row
 
@@ -227,6 +231,7 @@ class Trainer:
             "rng": rng,
             "progress": asdict(self.progress),
             "best": self.best,
+            "recent": self.recent,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -240,6 +245,31 @@ class Trainer:
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
         self.progress = Progress(**state["progress"])
         self.best = {k: v.to(self.device) for k, v in state["best"].items()}
+        self.recent = [{k: v.to(self.device) for k, v in w.items()} for w in state["recent"]]
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def final_weights(self, valid_data: ParallelData) -> dict[str, Any]:
+        """Load the weights to ship: the best epoch's, or the mean of the last `average`
+        epochs' if its validation loss is lower. Returns what was chosen."""
+        p = self.progress
+        chosen = {"epoch": p.best_epoch, "step": p.best_step, "valid_loss": p.best_loss}
+        self.model.load_state_dict(self.best)
+        if len(self.recent) < 2:
+            return chosen
+        mean = {
+            k: torch.stack([w[k].float() for w in self.recent]).mean(0).to(v.dtype)
+            for k, v in self.best.items()
+        }
+        self.model.load_state_dict(mean)
+        loss = validate(self.model, valid_data, self.config.max_tokens, self.device, self.dtype)
+        epochs = [p.epoch - len(self.recent) + i for i in range(len(self.recent))]
+        log.info("mean of epochs %s: valid loss %.4f (best single epoch %.4f)", epochs, loss, p.best_loss)
+        if loss < p.best_loss:
+            return {"averaged_epochs": epochs, "step": p.step, "valid_loss": loss}
+        self.model.load_state_dict(self.best)
+        return chosen
 
 
 def save_state(path: Path, trainer: Trainer, fingerprint: dict[str, Any]) -> None:
@@ -390,18 +420,9 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
     fit(trainer, model_name, train_data, valid_data, valid_bleu, files, fingerprint)
 
     p = trainer.progress
-    model.load_state_dict(trainer.best)
-    checkpoint.save(
-        files.checkpoint,
-        model_name,
-        hparams,
-        model,
-        vocab,
-        epoch=p.best_epoch,
-        step=p.best_step,
-        valid_loss=p.best_loss,
-        params=n_params,
-    )
+    chosen = trainer.final_weights(valid_data)
+    checkpoint.save(files.checkpoint, model_name, hparams, model, vocab, params=n_params, **chosen)
+    peak = peak_memory_mb(device)
     run = manifest(
         digests,
         device,
@@ -410,19 +431,12 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
         hparams=hparams,
         train=asdict(config),
         steps=p.step,
-        best={"epoch": p.best_epoch, "step": p.best_step, "valid_loss": p.best_loss},
+        best=chosen,
         seconds=p.seconds,
         tokens_per_s=p.trained_tokens / p.train_seconds,
-        peak_memory=peak_memory_mb(device),
+        peak_memory=peak,
     )
     write_metrics(files.metrics, p.rows)
     write_text(files.manifest, json.dumps(run, indent=2) + "\n")
     files.state.unlink(missing_ok=True)
-    log.info(
-        "%s: best epoch %d (step %d, valid loss %.4f) -> %s",
-        model_name,
-        p.best_epoch,
-        p.best_step,
-        p.best_loss,
-        files.checkpoint,
-    )
+    log.info("%s: kept %s -> %s; peak memory %s", model_name, chosen, files.checkpoint, peak)

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, source_mask
 from mixnmt.models.recurrent import BiGRU, DeepOutput
 from mixnmt.tokenize import PAD
 
@@ -39,7 +39,7 @@ class Attention(Seq2Seq):
         self.score = nn.Linear(hidden, 1, bias=False)  # v
         self.cell = nn.GRUCell(d_model + 2 * hidden, hidden)
         self.predict = DeepOutput(hidden, 2 * hidden, d_model, dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)

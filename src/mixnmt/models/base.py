@@ -70,6 +70,28 @@ class Seq2Seq(nn.Module, ABC):
         """Logits (B, V) after feeding the previous tokens y (B,), and the new state."""
 
 
+class Dropout(nn.Module):
+    """Inverted dropout whose mask costs one 64-bit random draw per four elements (each
+    element keeps 16 random bits), about three times faster on the CPU than
+    `nn.Dropout`'s one Bernoulli draw per element. The drop probability is rounded to a
+    multiple of 2**-16."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0:
+            return x
+        n = x.numel()
+        bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_(-(2**63), None)
+        keep = bits.view(torch.int16)[:n].view(x.shape) >= round(self.p * 65536) - 32768
+        return x * (keep * (1 / (1 - self.p)))
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
 def source_mask(src: Tensor) -> Tensor:
     """True at real source tokens, False at padding: (B, S)."""
     return src != PAD

@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, source_mask
 from mixnmt.tokenize import PAD
 
 
@@ -106,7 +106,7 @@ class Mixture(Seq2Seq):
         super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
         self.encoder = self.Cell(d_model, components, heads)
         self.decoder = self.Cell(d_model, components, heads)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def initial(self, src: Tensor) -> tuple[Tensor, ...]:
         zero = src.new_zeros(src.size(0), self.d_model, dtype=self.tgt_embed.weight.dtype)

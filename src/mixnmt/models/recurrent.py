@@ -6,6 +6,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from mixnmt.models.base import Dropout
+
 
 class BiGRU(nn.Module):
     """Bidirectional GRU (fused kernel) over right-padded sequences.
@@ -34,7 +36,7 @@ class DeepOutput(nn.Module):
     def __init__(self, d_state: int, d_context: int, d_model: int, dropout: float):
         super().__init__()
         self.proj = nn.Linear(d_state + d_context + d_model, d_model)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, s: Tensor, c: Tensor, y: Tensor) -> Tensor:
         return self.drop(torch.tanh(self.proj(torch.cat([s, c, y], dim=-1))))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, source_mask
 from mixnmt.models.recurrent import BiGRU, DeepOutput
 
 
@@ -28,7 +28,7 @@ class RNN(Seq2Seq):
         self.bridge = nn.Linear(2 * hidden, hidden)  # c = tanh(W [h_fwd_T ; h_bwd_1])
         self.decoder = nn.GRU(d_model + hidden, hidden, batch_first=True)  # reads [y_{t-1} ; c]
         self.predict = DeepOutput(hidden, hidden, d_model, dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def summary(self, src: Tensor) -> Tensor:
         """The fixed-length source vector c (B, H)."""

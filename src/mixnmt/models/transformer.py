@@ -3,7 +3,10 @@
 Seen as a mixture: every query mixes value vectors with responsibilities
 softmax(q k^T / sqrt(d_k)); the components are the source and prefix positions.
 Layer norm is applied before each sublayer (pre-norm), which trains robustly at the
-short budgets of this study; both stacks end with a final layer norm.
+short budgets of this study; both stacks end with a final layer norm. Dropout acts on
+embeddings, sublayer outputs and the feed-forward hidden layer, not on attention
+weights (fairseq's default too): dropping weights would cost a random mask per
+head and position, and rules out the fused attention kernels.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mixnmt.models.base import Seq2Seq, State, Weights, sinusoids, source_mask
+from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, sinusoids, source_mask
 from mixnmt.tokenize import PAD
 
 
@@ -33,9 +36,9 @@ def merge_heads(x: Tensor) -> Tensor:
 class SelfAttention(nn.Module):
     """Multi-head self-attention; with a (keys, values) cache it extends the cache."""
 
-    def __init__(self, d: int, heads: int, dropout: float, causal: bool):
+    def __init__(self, d: int, heads: int, causal: bool):
         super().__init__()
-        self.heads, self.dropout, self.causal = heads, dropout, causal
+        self.heads, self.causal = heads, causal
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
 
@@ -50,7 +53,6 @@ class SelfAttention(nn.Module):
             k,
             v,
             attn_mask=mask,
-            dropout_p=self.dropout if self.training else 0.0,
             is_causal=self.causal and cache is None,
         )
         return self.out(merge_heads(y)), (k, v)
@@ -59,9 +61,9 @@ class SelfAttention(nn.Module):
 class CrossAttention(nn.Module):
     """Multi-head attention of decoder queries over the encoder's memory."""
 
-    def __init__(self, d: int, heads: int, dropout: float):
+    def __init__(self, d: int, heads: int):
         super().__init__()
-        self.heads, self.dropout = heads, dropout
+        self.heads = heads
         self.q = nn.Linear(d, d)
         self.kv = nn.Linear(d, 2 * d)
         self.out = nn.Linear(d, d)
@@ -75,28 +77,27 @@ class CrossAttention(nn.Module):
         self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor, keep_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         q = split_heads(self.q(x), self.heads)  # (B,H,T,dk)
-        dropout = self.dropout if self.training else 0.0
         if not keep_weights:  # fused kernel
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             return self.out(merge_heads(y)), None
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B,H,T,S)
         weights = scores.masked_fill(~mask, -math.inf).softmax(-1)
-        y = F.dropout(weights, dropout) @ v
+        y = weights @ v
         return self.out(merge_heads(y)), weights
 
 
 class FeedForward(nn.Sequential):
     def __init__(self, d: int, ffn: int, dropout: float):
-        super().__init__(nn.Linear(d, ffn), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ffn, d))
+        super().__init__(nn.Linear(d, ffn), nn.ReLU(), Dropout(dropout), nn.Linear(ffn, d))
 
 
 class EncoderLayer(nn.Module):
     def __init__(self, d: int, heads: int, ffn: int, dropout: float):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = SelfAttention(d, heads, dropout, causal=False)
+        self.attn = SelfAttention(d, heads, causal=False)
         self.ffn = FeedForward(d, ffn, dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         x = x + self.drop(self.attn(self.norm1(x), mask)[0])
@@ -107,10 +108,10 @@ class DecoderLayer(nn.Module):
     def __init__(self, d: int, heads: int, ffn: int, dropout: float):
         super().__init__()
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
-        self.self_attn = SelfAttention(d, heads, dropout, causal=True)
-        self.cross_attn = CrossAttention(d, heads, dropout)
+        self.self_attn = SelfAttention(d, heads, causal=True)
+        self.cross_attn = CrossAttention(d, heads)
         self.ffn = FeedForward(d, ffn, dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(
         self,
@@ -148,7 +149,7 @@ class Transformer(Seq2Seq):
         self.encoder = nn.ModuleList(EncoderLayer(d_model, heads, ffn, dropout) for _ in range(layers))
         self.decoder = nn.ModuleList(DecoderLayer(d_model, heads, ffn, dropout) for _ in range(layers))
         self.enc_norm, self.dec_norm = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def embed_at(self, embedding: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
         """Scaled embeddings plus sinusoidal positions start, start+1, ...: (B, T, d)."""
