@@ -35,6 +35,19 @@ def test_beam_of_one_is_greedy(name):
     assert beam_search(model, src, config) == greedy(model, src, config)
 
 
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_static_state_passes_through_steps_and_beams_need_not_reorder_it(name):
+    model = model_for(name, 30)
+    src = pad([s + [EOS] for s in sources(30)])
+    state = model.encode(src)
+    _, new = model.step(state, torch.full((src.size(0),), BOS))
+    assert all(new[key] is state[key] for key in model.static_state)
+    config = DecodeConfig(beam=4)
+    fast = beam_search(model, src, config)
+    model.static_state = frozenset()  # reorder every entry, as a model without the declaration
+    assert beam_search(model, src, config) == fast
+
+
 def sequence_logprob(model, src, tokens, limit):
     """Log-probability of `tokens` + EOS under the search's own next-token rule."""
     state, y, total = model.encode(src), torch.tensor([BOS]), 0.0

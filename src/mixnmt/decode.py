@@ -116,7 +116,9 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
         origin = origin.gather(1, keep)
         y = token.gather(1, keep).flatten()
         history = torch.cat([history.gather(1, origin[..., None].expand(-1, -1, t)), y.view(b, k, 1)], 2)
-        state = reorder(state, (offsets + origin).flatten())
+        state = reorder(
+            state, (offsets + origin).flatten(), keep=model.static_state
+        )  # beams stay in their sentence
         if bool((finished >= k).all()):
             break
     return [_strip(seq) for seq in best]

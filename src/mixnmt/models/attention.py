@@ -21,6 +21,7 @@ from mixnmt.tokenize import PAD
 
 class Attention(Seq2Seq):
     analysis_axes = {"alignment": ("target", "source")}
+    static_state = frozenset({"h", "keys", "mask"})
 
     def __init__(
         self,

@@ -27,6 +27,10 @@ class Seq2Seq(nn.Module, ABC):
     `analyse` returns the weights models.md asks the figures to show.
     """
 
+    static_state: frozenset[str] = frozenset()
+    """Decoder-state entries that `step` passes on unchanged (per-sentence tensors such as
+    the encoder's keys): beam search never reorders them, as a sentence's beams share them."""
+
     analysis_axes: ClassVar[dict[str, tuple[str, ...]]] = {}
     """The weights `analyse` returns, each with its axes after the batch axis, named from
     "source", "target" (positions), "layer", "head" and "component" (mixture candidates);
@@ -97,9 +101,9 @@ def source_mask(src: Tensor) -> Tensor:
     return src != PAD
 
 
-def reorder(state: State, index: Tensor) -> State:
-    """Select (and repeat) batch rows of every tensor in a decoder state."""
-    return {name: t.index_select(0, index) for name, t in state.items()}
+def reorder(state: State, index: Tensor, keep: frozenset[str] = frozenset()) -> State:
+    """Select (and repeat) batch rows of every tensor in a decoder state but those in `keep`."""
+    return {name: t if name in keep else t.index_select(0, index) for name, t in state.items()}
 
 
 def sinusoids(positions: Tensor, d: int) -> Tensor:

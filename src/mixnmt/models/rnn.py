@@ -14,6 +14,8 @@ from mixnmt.models.recurrent import BiGRU, DeepOutput
 
 
 class RNN(Seq2Seq):
+    static_state = frozenset({"c"})
+
     def __init__(
         self,
         src_vocab: int,

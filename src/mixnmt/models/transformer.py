@@ -149,6 +149,7 @@ class Transformer(Seq2Seq):
         self.encoder = nn.ModuleList(EncoderLayer(d_model, heads, ffn, dropout) for _ in range(layers))
         self.decoder = nn.ModuleList(DecoderLayer(d_model, heads, ffn, dropout) for _ in range(layers))
         self.enc_norm, self.dec_norm = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.static_state = frozenset({"mask", *(f"cross_{kv}{i}" for kv in "kv" for i in range(layers))})
         self.drop = Dropout(dropout)
 
     def embed_at(self, embedding: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
