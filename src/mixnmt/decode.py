@@ -77,7 +77,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
 
     Each step ranks 2K candidates per sentence; EOS candidates among the best K are
     finished hypotheses, the best K others continue. A sentence is done once K
-    hypotheses have finished; at the length limit only EOS may follow.
+    hypotheses have finished, and leaves the batch; at the length limit only EOS may follow.
     """
     b, k = src.size(0), config.beam
     device = src.device
@@ -91,6 +91,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
     best: list[list[int]] = [[] for _ in range(b)]
     finished = torch.zeros(b, dtype=torch.long, device=device)
     offsets = torch.arange(b, device=device)[:, None] * k
+    sentence = list(range(b))  # the input sentence of each row of the shrinking batch
     for t in range(int(limit.max())):
         logits, state = model.step(state, y)
         logp = next_logprobs(logits, t + 1 >= limit)  # (B*K, V)
@@ -107,7 +108,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
         if improved:
             rows = history[improved, origin[improved, cand_pos[improved]]].tolist()
             for i, row in zip(improved, rows):
-                best[i] = row
+                best[sentence[i]] = row
             best_score = torch.maximum(best_score, cand_best)
         finished += final.sum(1)
         # The K best non-EOS candidates continue.
@@ -116,11 +117,23 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
         origin = origin.gather(1, keep)
         y = token.gather(1, keep).flatten()
         history = torch.cat([history.gather(1, origin[..., None].expand(-1, -1, t)), y.view(b, k, 1)], 2)
-        state = reorder(
-            state, (offsets + origin).flatten(), keep=model.static_state
-        )  # beams stay in their sentence
-        if bool((finished >= k).all()):
+        state = reorder(state, (offsets + origin).flatten(), keep=model.static_state)  # within sentences
+        searching = finished < k
+        if not bool(searching.any()):
             break
+        if not bool(searching.all()):  # the sentences that are done leave the batch
+            live = searching.nonzero().flatten()
+            rows = (offsets[live] + torch.arange(k, device=device)).flatten()
+            state, y, limit = reorder(state, rows), y[rows], limit[rows]
+            scores, history, best_score, finished = (
+                scores[live],
+                history[live],
+                best_score[live],
+                finished[live],
+            )
+            sentence = [sentence[i] for i in live.tolist()]
+            b = len(sentence)
+            offsets = torch.arange(b, device=device)[:, None] * k
     return [_strip(seq) for seq in best]
 
 
