@@ -160,6 +160,20 @@ def translate_ids(
     return out
 
 
+def _load(
+    checkpoint_path: Path,
+    spm_files: tuple[Path, Path],
+    source_ids: Path,
+    model_name: str | None,
+    hparams: dict | None = None,
+) -> tuple[torch.device, Seq2Seq, Tokenizer, list[list[int]]]:
+    """The device, the checked model on it, the target tokenizer and the source ids."""
+    device = pick_device()
+    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
+    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name, hparams).to(device)
+    return device, model, tgt_tok, read_ids(source_ids)
+
+
 def translate(
     checkpoint_path: Path,
     source_ids: Path,
@@ -174,10 +188,7 @@ def translate(
     With `model_name` and `hparams` (the config's), a checkpoint of another model or
     with other hyperparameters is refused.
     """
-    device = pick_device()
-    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name, hparams).to(device)
-    sources = read_ids(source_ids)
+    device, model, tgt_tok, sources = _load(checkpoint_path, spm_files, source_ids, model_name, hparams)
     start = time.perf_counter()
     hyps = translate_ids(model, sources, config, device)
     seconds = time.perf_counter() - start
@@ -204,10 +215,7 @@ def measure_speed(
     model_name: str | None = None,
 ) -> dict:
     """Sentences per second of greedy and of beam search over a test set, and peak memory."""
-    device = pick_device()
-    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name).to(device)
-    sources = read_ids(source_ids)
+    device, model, _, sources = _load(checkpoint_path, spm_files, source_ids, model_name)
     result: dict = {"model": model_name, "sentences": len(sources), "beam": config.beam}
     for name, beam in (("greedy", 1), ("beam", config.beam)):
         start = time.perf_counter()
