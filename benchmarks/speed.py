@@ -3,17 +3,19 @@
     python benchmarks/speed.py --data results/multi30k-cpu     # real batches, trained checkpoints
     python benchmarks/speed.py                                  # synthetic Multi30k-like batches
 
-For each model at its config.yaml size: parameters, training FLOPs per target token
+For each model of config.yaml at its size: parameters, training FLOPs per target token
 (counted by torch's FlopCounterMode over forward and backward), target tokens/s of the
 real training step (`Trainer.train_step`: AdamW, clipping, label smoothing), the share of
 the machine's fp32 matmul peak that reaches (MFU; the peak is a large `torch.mm`
 measured in the same run), padding of the token-count batches, decoding sentences/s
 (greedy and beam) of the first test set when `--data` has checkpoints, and the peak RSS
 of a process that only trains that model. The references, written out below in plain
-PyTorch, are measured the same way: `nn.Transformer` of the Transformer's size and the
-textbook GRU encoder-decoders that step their decoder in a Python loop, without and with
-additive attention, at the RNNs' size; the Transformer also decodes without its
-key/value cache. Each measurement runs in its own process, so peak RSS is its own.
+PyTorch, are measured the same way, each at the size of the models it mirrors (those
+whose hyperparameters include its size arguments, and that attend to the source exactly
+when it does): `nn.Transformer`, and the textbook GRU encoder-decoders that step their
+decoder in a Python loop, without and with additive attention. Models whose decoder
+state grows with the prefix (a key/value cache) also decode without it. Each
+measurement runs in its own process, so peak RSS is its own.
 Numbers, not tests: CI does not run this.
 """
 
@@ -24,7 +26,9 @@ import math
 import random
 import resource
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -42,6 +46,7 @@ from mixnmt.tokenize import PAD, Tokenizer
 from mixnmt.train import TrainConfig, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 VOCAB = 8000
 
 
@@ -122,11 +127,43 @@ class NoCache(Seq2Seq):
         return self.model(state["src"], prefix)[:, -1], {"src": state["src"], "prefix": prefix}
 
 
+@dataclass(frozen=True)
+class Reference:
+    build: Callable[[dict], nn.Module]  # from the hyperparameters of the model it mirrors
+    size: frozenset[str]  # the hyperparameters it needs
+    attends: bool  # whether it attends to source positions
+
+
 REFERENCES = {
-    "nn.Transformer": (TorchTransformer, "transformer"),
-    "GRU loop": (GruLoop, "rnn"),
-    "GRU attention loop": (lambda: GruLoop(attention=True), "attention"),
+    "nn.Transformer": Reference(
+        lambda h: TorchTransformer(h["d_model"], h["heads"], h["layers"], h["ffn"], h["dropout"]),
+        frozenset({"d_model", "heads", "layers", "ffn", "dropout"}),
+        attends=True,
+    ),
+    "GRU loop": Reference(
+        lambda h: GruLoop(h["d_model"], h["hidden"]), frozenset({"d_model", "hidden"}), False
+    ),
+    "GRU attention loop": Reference(
+        lambda h: GruLoop(h["d_model"], h["hidden"], attention=True), frozenset({"d_model", "hidden"}), True
+    ),
 }
+
+
+def reference_for(name: str, entry: dict | None) -> str | None:
+    """The plain reference that mirrors model `name`, if one does."""
+    arch, hparams = resolve(name, entry)
+    attends = any(axes[-1] == "source" for axes in REGISTRY[arch].analysis_axes.values())
+    return next(
+        (r for r, ref in REFERENCES.items() if ref.size <= hparams.keys() and ref.attends == attends), None
+    )
+
+
+def has_cache(model: Seq2Seq) -> bool:
+    """Whether the decoder state grows with the prefix (a key/value cache)."""
+    src = torch.tensor([[4, 5, 6]])
+    state = model.encode(src)
+    _, new = model.step(state, torch.tensor([4]))
+    return any(new[k].shape != state[k].shape for k in state)
 
 
 # --- measurements ----------------------------------------------------------------------
@@ -191,7 +228,7 @@ def throughput(step, batches: list[Batch], warmup: int = 2) -> float:
 
 def decode_speed(model: Seq2Seq, sources: list[list[int]], beam: int) -> float:
     start = time.perf_counter()
-    translate_ids(model, sources, DecodeConfig(beam=beam), torch.device("cpu"))
+    translate_ids(model, sources, DecodeConfig(**{**CONFIG["decode"], "beam": beam}), torch.device("cpu"))
     return len(sources) / (time.perf_counter() - start)
 
 
@@ -202,25 +239,26 @@ def measure(job: dict) -> dict:
     data = ParallelData.load(*job["train"]) if job["train"] else synthetic()
     batch_lists = data.batches(4096, torch.Generator().manual_seed(1))
     batches = [data.collate(b) for b in batch_lists[: job["steps"]]]
-    name, row = job["name"], {"model": job["name"]}
-    if name in REFERENCES:
-        model = REFERENCES[name][0]()
+    row = {"model": job["name"]}
+    arch, hparams = resolve(job["model"], job["entry"])
+    if job["reference"]:
+        model = REFERENCES[job["reference"]].build(hparams)
         step = plain_step(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
     else:
-        model = build(name, resolve(name, job["hparams"]), VOCAB, VOCAB, True)
-        trainer = Trainer(model, TrainConfig(lr=1e-4, deterministic=False), torch.device("cpu"))
-        step = trainer.train_step
+        model = build(arch, hparams, VOCAB, VOCAB, True)
+        settings = {**CONFIG["train"], "seed": 1, "max_steps": None, "lr": 1e-4, "deterministic": False}
+        step = Trainer(model, TrainConfig(**settings), torch.device("cpu")).train_step
     row["params"] = sum(p.numel() for p in model.parameters())
     row["flops_per_token"] = flops_per_token(step, batches[:2])
     row["tokens_per_s"] = throughput(step, batches)
     row["padding"] = padding_fraction(data, batch_lists)
     row["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if job["checkpoint"]:
+    if job["checkpoint"] and not job["reference"]:
         trained = checkpoint.load_model(job["checkpoint"], *[Tokenizer(job["spm"])] * 2)
         sources = read_ids(job["test"])[: job["sentences"]]
         row["greedy"] = decode_speed(trained, sources, 1)
         row["beam"] = decode_speed(trained, sources, 5)
-        if name == "transformer":
+        if has_cache(trained):
             row["beam_no_cache"] = decode_speed(NoCache(trained).eval(), sources[: job["sentences"] // 10], 5)
     return row
 
@@ -230,54 +268,57 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", type=Path, help="an experiment's results folder (ids/, spm/, checkpoints/)")
-    parser.add_argument("--models", nargs="+", default=[*REGISTRY, *REFERENCES])
+    parser.add_argument("--models", nargs="+", default=list(CONFIG["models"]), help="models of config.yaml")
     parser.add_argument("--steps", type=int, default=12, help="training steps timed per model")
     parser.add_argument("--sentences", type=int, default=300, help="test sentences decoded per model")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     a = parser.parse_args()
-    models = yaml.safe_load((ROOT / "config.yaml").read_text())["models"]
     ids = a.data / "ids" if a.data else None
     test = sorted(ids.glob("test*.en"))[0] if ids else None
 
     torch.set_num_threads(a.threads)
     peak = matmul_peak()
     print(f"fp32 torch.mm peak: {peak:.1f} GFLOP/s on {a.threads} threads")
-    jobs = []
+    jobs, versus = [], {}
     for name in a.models:
         ckpt = a.data / "checkpoints" / f"{name}.pt" if a.data else None
-        jobs.append(
-            {
-                "name": name,
-                "hparams": models.get(name, {}),
-                "threads": a.threads,
-                "steps": a.steps,
-                "sentences": a.sentences,
-                "train": (ids / "train.en", ids / "train.de") if ids else None,
-                "checkpoint": ckpt if ckpt and ckpt.exists() else None,
-                "spm": a.data / "spm" / "joint.model" if a.data else None,
-                "test": test,
-            }
-        )
+        reference = reference_for(name, CONFIG["models"][name])
+        for ref in [None, reference] if reference else [None]:
+            if ref:
+                versus[name] = f"{ref} @{name}"
+            jobs.append(
+                {
+                    "name": f"{ref} @{name}" if ref else name,
+                    "model": name,
+                    "entry": CONFIG["models"][name],
+                    "reference": ref,
+                    "threads": a.threads,
+                    "steps": a.steps,
+                    "sentences": a.sentences,
+                    "train": (ids / "train.en", ids / "train.de") if ids else None,
+                    "checkpoint": ckpt if ckpt and ckpt.exists() else None,
+                    "spm": a.data / "spm" / "joint.model" if a.data else None,
+                    "test": test,
+                }
+            )
     spawn = get_context("spawn")
     rows = []
     for job in jobs:  # one at a time: concurrent measurements would share the cores
         with ProcessPoolExecutor(1, mp_context=spawn) as pool:
             rows.append(pool.submit(measure, job).result())
     speeds = {r["model"]: r["tokens_per_s"] for r in rows}
-    header = f"{'model':<20}{'params':>8}{'MFLOP/tok':>10}{'tok/s':>8}{'MFU':>6}{'vs ref':>8}{'pad':>6}"
+    header = f"{'model':<28}{'params':>8}{'MFLOP/tok':>10}{'tok/s':>8}{'MFU':>6}{'vs ref':>8}{'pad':>6}"
     print(header + f"{'greedy/s':>9}{'beam/s':>8}{'RSS MB':>8}")
     for r in rows:
-        ref = next((k for k, (_, m) in REFERENCES.items() if m == r["model"]), None)
-        if r["model"] in ("mixture", "mixture2"):
-            ref = "GRU loop"
-        versus = f"{r['tokens_per_s'] / speeds[ref]:.2f}x" if ref in speeds else "-"
+        ref = versus.get(r["model"])
+        ratio = f"{r['tokens_per_s'] / speeds[ref]:.2f}x" if ref in speeds else "-"
         decode = "".join(
             f"{r[k]:>{w}.1f}" if k in r else f"{'-':>{w}}" for k, w in (("greedy", 9), ("beam", 8))
         )
         print(
-            f"{r['model']:<20}{r['params'] / 1e6:>7.2f}M{r['flops_per_token'] / 1e6:>10.1f}"
+            f"{r['model']:<28}{r['params'] / 1e6:>7.2f}M{r['flops_per_token'] / 1e6:>10.1f}"
             f"{r['tokens_per_s']:>8.0f}{r['flops_per_token'] * r['tokens_per_s'] / 1e9 / peak:>6.0%}"
-            f"{versus:>8}{r['padding']:>6.1%}{decode}{r['rss_mb']:>8.0f}"
+            f"{ratio:>8}{r['padding']:>6.1%}{decode}{r['rss_mb']:>8.0f}"
         )
     for r in rows:
         if "beam_no_cache" in r:

@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny synthetic corpus, a SentencePiece model trained on it."""
+"""Shared fixtures: the tiny synthetic corpus, a SentencePiece model trained on it, and
+the models and settings the tests use, taken from the configs (no roster of our own)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,42 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tinydata  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+TINY = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
+TINY_MODELS: dict[str, dict] = TINY["models"]  # small models of every architecture
+FAST = "transformer"  # the tiny model that single-model tests train and decode: the quickest learner
+
+
+def tiny_model(name: str, vocab: int, seed: int = 0, **overrides):
+    """(architecture, hyperparameters, model) of tiny model `name` (with `overrides`), in eval mode."""
+    from mixnmt.models import build, resolve
+
+    arch, hparams = resolve(name, {**TINY_MODELS[name], **overrides})
+    torch.manual_seed(seed)
+    return arch, hparams, build(arch, hparams, vocab, vocab, shared_vocab=True).eval()
+
+
+def train_config(**overrides):
+    """config.yaml's training settings (and seed, step cap) with `overrides`."""
+    from mixnmt.train import TrainConfig
+
+    return TrainConfig(
+        **{**CONFIG["train"], "seed": CONFIG["seed"], "max_steps": CONFIG["max_steps"], **overrides}
+    )
+
+
+def decode_config(**overrides):
+    """config.yaml's decoding settings with `overrides`."""
+    from mixnmt.decode import DecodeConfig
+
+    return DecodeConfig(**{**CONFIG["decode"], **overrides})
 
 
 @pytest.fixture(scope="session")

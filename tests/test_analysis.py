@@ -3,13 +3,12 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
+from conftest import TINY_MODELS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.analysis import analyse
 from mixnmt.files import read_lines
-from mixnmt.models import build
-from test_models import SMALL
+from mixnmt.models import REGISTRY
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +21,28 @@ def test_set(tiny_source, tiny_spm, tmp_path_factory):
 
 def saved(name, tiny_spm, folder):
     tok = tokenize.Tokenizer(tiny_spm)
-    torch.manual_seed(0)
-    model = build(name, SMALL[name], len(tok), len(tok), shared_vocab=True)
+    arch, hparams, model = tiny_model(name, len(tok))
     record = checkpoint.vocab_record(tok)
     path = folder / f"{name}.pt"
-    checkpoint.save(path, name, SMALL[name], model, {"src": record, "tgt": record, "shared": True})
+    checkpoint.save(path, name, arch, hparams, model, {"src": record, "tgt": record, "shared": True})
     return path
 
 
-@pytest.mark.parametrize("name", ["transformer", "mixture2"])
+def weights_on(axis: str) -> list[str]:
+    """The tiny models with analysis weights over `axis` (their last axis)."""
+    return [
+        n
+        for n, e in TINY_MODELS.items()
+        if any(a[-1] == axis for a in REGISTRY[e.get("arch", n)].analysis_axes.values())
+    ]
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, test_set, tmp_path):
     source_ids, translation = test_set
     out = tmp_path / "analysis.json"
-    analyse(name, saved(name, tiny_spm, tmp_path), (tiny_spm, tiny_spm), source_ids, translation, [0, 3], out)
+    path = saved(name, tiny_spm, tmp_path)
+    analyse(name, TINY_MODELS[name], path, (tiny_spm, tiny_spm), source_ids, translation, [0, 3], out)
     result = json.loads(out.read_text())
     assert result["model"] == name and [s["index"] for s in result["sentences"]] == [0, 3]
     for sentence in result["sentences"]:
@@ -45,10 +53,10 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
             assert [shape[axes.index(a)] for a in lengths if a in axes] == [
                 lengths[a] for a in lengths if a in axes
             ]
-    if name == "transformer":
-        assert result["components"] == {}
+    mixtures = {w for w, axes in result["axes"].items() if axes[-1] == "component"}
+    assert set(result["components"]) == mixtures  # every mixture summarised
+    if not mixtures:
         return
-    assert set(result["components"]) == set(result["axes"])  # every mixture summarised
     steps = {"source": 0, "target": 0}
     refs = read_lines(translation)
     ids = read_lines(source_ids)
@@ -57,7 +65,7 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
             steps["source"] += len(line.split()) + 1
             steps["target"] += len(tokenize.Tokenizer(tiny_spm).encode([refs[i]])[0]) + 1
     for weight, stats in result["components"].items():
-        k = SMALL[name]["components"] + 1
+        k = TINY_MODELS[name]["components"] + 1
         assert len(stats["usage"]) == k and sum(stats["usage"]) == pytest.approx(1, abs=1e-3)
         assert 0 < stats["entropy"] <= math.log(k)
         assert stats["steps"] == steps[result["axes"][weight][0]] == sum(stats["led"].values())
@@ -68,10 +76,11 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
 
 def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp_path):
     source_ids, translation = test_set
-    path = saved("attention", tiny_spm, tmp_path)
+    name = weights_on("source")[0]
+    path = saved(name, tiny_spm, tmp_path)
     for index in (5, 99):  # test_a's line 5 is empty
         with pytest.raises(MixnmtError, match=f"analysis.sentences: {index} is not a non-empty sentence"):
             analyse(
-                "attention", path, (tiny_spm, tiny_spm), source_ids, translation, [index], tmp_path / "a.json"
+                name, None, path, (tiny_spm, tiny_spm), source_ids, translation, [index], tmp_path / "a.json"
             )
     assert not (tmp_path / "a.json").exists()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import tinydata
-from conftest import ROOT
+from conftest import FAST, ROOT
 
 
 def cluster_state() -> str | None:
@@ -44,7 +44,7 @@ def test_tiny_experiment_through_the_slurm_profile(tmp_path):
     GPU training job, a GPU translation job and the summary group."""
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     tinydata.write_corpus(tmp_path / "data" / "tiny-source")
-    target = "results/tiny/scores/transformer/test_a.json"
+    target = f"results/tiny/scores/{FAST}/test_a.json"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
@@ -62,7 +62,7 @@ def test_tiny_experiment_through_the_slurm_profile(tmp_path):
     }
     assert sorted(submitted) == ["group_data", "group_summary", "rule_train", "rule_translate"], submitted
     score = pd.read_json(tmp_path / target, typ="series")
-    assert score["model"] == "transformer" and score["bleu"] > 20
+    assert score["model"] == FAST and score["bleu"] > 20
     # The GPU rules asked SLURM for a GPU (the test cluster has a stand-in one); the others did not.
     for rule, job in submitted.items():
         details = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout

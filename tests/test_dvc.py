@@ -14,11 +14,11 @@ import yaml
 from snakemake.utils import update_config
 
 import tinydata
-from conftest import ROOT
+from conftest import CONFIG, FAST, ROOT, TINY_MODELS
 from mixnmt.files import sha256sum
 
 MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
-MODELS = ["rnn", "mixture", "mixture2", "transformer", "attention"]
+MODELS = list({**CONFIG["models"], **TINY_MODELS})
 
 
 def run(*command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -83,10 +83,10 @@ def test_dvc_repro_push_and_pull(tmp_path):
     assert stages_run(again.stdout) == set() and "Data and pipelines are up to date" in again.stdout
 
     config = yaml.safe_load((work / "config.yaml").read_text())
-    config["models"]["rnn"]["hidden"] = 40
+    config["models"][FAST]["dropout"] = 0.2
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     changed = run("dvc", "repro", cwd=work)
-    assert stages_run(changed.stdout) == {"train@rnn", "evaluate@rnn", "report"}
+    assert stages_run(changed.stdout) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
 
     checkpoints = {m: sha256sum(out / "checkpoints" / f"{m}.pt") for m in MODELS}
     run("dvc", "remote", "add", "-d", "store", str(tmp_path / "remote"), cwd=work)

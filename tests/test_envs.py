@@ -29,7 +29,15 @@ MODULES = {  # mixnmt subcommand -> the module it runs
     "plot": "mixnmt.plots",
     "report": "mixnmt.report",
 }
-THIRD_PARTY = {"torch", "pandas", "matplotlib", "sacrebleu", "sentencepiece", "tqdm"}  # numpy comes with all
+THIRD_PARTY = {
+    "torch",
+    "pandas",
+    "matplotlib",
+    "sacrebleu",
+    "sentencepiece",
+    "tqdm",
+    "jsonschema",
+}  # numpy comes with all
 
 
 def rules() -> list[tuple[str, str, str]]:

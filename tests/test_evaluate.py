@@ -36,7 +36,7 @@ def test_score_refuses_misaligned_files(tmp_path):
 
 def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     files, manifests, tests = [], [], []
-    for model in ("transformer", "rnn"):
+    for model in ("other", "base"):
         for testset in ("b", "a"):
             out = tmp_path / model / f"{testset}.json"
             score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, model, testset)
@@ -50,30 +50,30 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
         manifests.append(tmp_path / model / "manifest.json")
         manifests[-1].write_text(json.dumps(manifest))
     for testset in ("a", "b"):
-        hyps = {m: write(tmp_path / f"{m}.txt", HYPS) for m in ("rnn", "transformer")}
+        hyps = {m: write(tmp_path / f"{m}.txt", HYPS) for m in ("base", "other")}
         tests.append(tmp_path / f"sig-{testset}.json")
-        significance(write(tmp_path / "r", REFS), hyps, "rnn", 50, testset, tests[-1])
+        significance(write(tmp_path / "r", REFS), hyps, "base", 50, testset, tests[-1])
     table = aggregate(
         files, tests, manifests, tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json"
     )
     assert table.equals(pd.read_csv(tmp_path / "scores.tsv", sep="\t"))
     assert list(zip(table.testset, table.model)) == [
-        ("a", "rnn"),
-        ("a", "transformer"),
-        ("b", "rnn"),
-        ("b", "transformer"),
+        ("a", "base"),
+        ("a", "other"),
+        ("b", "base"),
+        ("b", "other"),
     ]
     assert {"bleu", "bleu_ci", "bleu_p", "chrf", "chrf_ci", "ter", "ter_p", "bleu_signature"} <= set(
         table.columns
     )
-    assert list(table.params) == [3e6, 11e6, 3e6, 11e6] and set(table.commit) == {"abc"}
+    assert list(table.params) == [4e6, 5e6, 4e6, 5e6] and set(table.commit) == {"abc"}
     assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
     markdown = (tmp_path / "scores.md").read_text()
     assert markdown.startswith("| test set | model | BLEU | chrF | TER | parameters |")
-    assert "| a | transformer |" in markdown and "(p=" in markdown and "11.0M" in markdown
-    assert "Paired bootstrap against rnn on a" in markdown
+    assert "| a | other |" in markdown and "(p=" in markdown and "5.0M" in markdown
+    assert "Paired bootstrap against base on a" in markdown
     metrics = json.loads((tmp_path / "m.json").read_text())
-    assert metrics["a"]["transformer"]["bleu"] == table.bleu[1] and set(metrics["a"]["rnn"]) == {
+    assert metrics["a"]["other"]["bleu"] == table.bleu[1] and set(metrics["a"]["base"]) == {
         "bleu",
         "bleu_ci",
         "chrf",
@@ -94,18 +94,18 @@ def test_aggregate_names_an_unreadable_file(tmp_path):
 def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     systems = {
-        "rnn": write(tmp_path / "rnn", HYPS * 10),
+        "base": write(tmp_path / "base", HYPS * 10),
         "good": write(tmp_path / "good", [*REFS[:2], "Ein Kind ."] * 10),
         "close": write(tmp_path / "close", [REFS[0]] + (HYPS * 10)[1:]),  # one sentence better
     }
     out = tmp_path / "sig.json"
-    result = significance(refs, systems, "rnn", 100, "t", out)
+    result = significance(refs, systems, "base", 100, "t", out)
     assert json.loads(out.read_text()) == result
     rows = {row["model"]: row for row in result["systems"]}
-    assert [row["model"] for row in result["systems"]] == ["rnn", "good", "close"]  # baseline first
-    assert rows["rnn"]["bleu_p"] is None and rows["rnn"]["bleu_ci"] > 0
-    assert rows["good"]["bleu_p"] < 0.05 and rows["good"]["ter"] < rows["rnn"]["ter"]
-    assert rows["close"]["bleu"] > rows["rnn"]["bleu"] and rows["close"]["bleu_p"] > 0.05
+    assert [row["model"] for row in result["systems"]] == ["base", "good", "close"]  # baseline first
+    assert rows["base"]["bleu_p"] is None and rows["base"]["bleu_ci"] > 0
+    assert rows["good"]["bleu_p"] < 0.05 and rows["good"]["ter"] < rows["base"]["ter"]
+    assert rows["close"]["bleu"] > rows["base"]["bleu"] and rows["close"]["bleu_p"] > 0.05
     assert rows["good"]["bleu"] == round(
         sacrebleu.corpus_bleu([*REFS[:2], "Ein Kind ."] * 10, [REFS * 10]).score, 2
     )
@@ -113,9 +113,9 @@ def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):
 
 
 def test_significance_needs_its_baseline(tmp_path):
-    with pytest.raises(MixnmtError, match="analysis.baseline: 'rnn' is not one of the systems"):
+    with pytest.raises(MixnmtError, match="analysis.baseline: 'base' is not one of the systems"):
         significance(
-            write(tmp_path / "r", REFS), {"x": write(tmp_path / "x", HYPS)}, "rnn", 10, "t", tmp_path / "o"
+            write(tmp_path / "r", REFS), {"x": write(tmp_path / "x", HYPS)}, "base", 10, "t", tmp_path / "o"
         )
 
 

@@ -1,31 +1,25 @@
-"""Behaviour every registered model must show; a new model only needs an entry in SMALL."""
+"""Behaviour every registered architecture must show, on its small models of the tiny
+experiment (tests/tiny.yaml): a new architecture only needs an entry there."""
 
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
-import yaml
 
-from conftest import ROOT
+from conftest import CONFIG, TINY_MODELS
 from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
 from mixnmt.models import REGISTRY, build, resolve
 from mixnmt.tokenize import BOS, PAD
 
 VOCAB = 40
-SMALL = {
-    "rnn": {"d_model": 32, "hidden": 48, "dropout": 0.1},
-    "mixture": {"d_model": 32, "components": 6, "heads": 4, "dropout": 0.1},
-    "mixture2": {"d_model": 32, "components": 6, "heads": 4, "dropout": 0.1},
-    "transformer": {"d_model": 32, "heads": 4, "layers": 2, "ffn": 64, "dropout": 0.1},
-    "attention": {"d_model": 32, "hidden": 48, "dropout": 0.1},
-}
 
 
 def make(name, shared=True, seed=0):
+    arch, hparams = resolve(name, TINY_MODELS[name])
     torch.manual_seed(seed)
-    return build(name, SMALL[name], VOCAB, VOCAB, shared_vocab=shared)
+    return build(arch, hparams, VOCAB, VOCAB, shared_vocab=shared)
 
 
 def batch(seed=0):
@@ -39,18 +33,18 @@ def batch(seed=0):
     return src, tgt
 
 
-def test_every_model_has_test_sizes():
-    assert set(SMALL) == set(REGISTRY)
+def test_every_architecture_has_a_tiny_model():
+    assert {resolve(name, entry)[0] for name, entry in TINY_MODELS.items()} == set(REGISTRY)
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", TINY_MODELS)
 @pytest.mark.parametrize("shared", [True, False])
 def test_forward_shape(name, shared):
     src, tgt = batch()
     assert make(name, shared)(src, tgt).shape == (3, 7, VOCAB)
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_incremental_decoding_matches_teacher_forcing(name):
     model = make(name).eval()
     src, tgt = batch()
@@ -63,7 +57,7 @@ def test_incremental_decoding_matches_teacher_forcing(name):
     assert (torch.stack(steps, 1) - full).abs().max() < 1e-4
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_padding_does_not_change_a_sentence(name):
     model = make(name).eval()
     src, tgt = batch()
@@ -76,12 +70,12 @@ def test_padding_does_not_change_a_sentence(name):
         assert (model(extra, tgt) - padded).abs().max() < 1e-4
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_analysis_weights_are_distributions_that_skip_padding(name):
     model = make(name).eval()
     src, tgt = batch()
     tgt[2, 4:] = PAD
-    hp = SMALL[name]
+    hp = resolve(name, TINY_MODELS[name])[1]
     sizes = {
         "source": 9,
         "target": 7,
@@ -93,7 +87,6 @@ def test_analysis_weights_are_distributions_that_skip_padding(name):
     with torch.no_grad():
         weights = model.analyse(src, tgt)
     assert set(weights) == set(model.analysis_axes)
-    assert bool(weights) == (name != "rnn")  # every model but the plain RNN has some
     for key, axes in model.analysis_axes.items():
         w = weights[key]
         assert w.shape == (3, *(sizes[a] for a in axes)), key
@@ -108,7 +101,7 @@ def test_analysis_weights_are_distributions_that_skip_padding(name):
         assert (w >= 0).all(), key
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_every_parameter_gets_a_gradient(name):
     model = make(name, shared=False).train()
     src, tgt = batch()
@@ -117,7 +110,7 @@ def test_every_parameter_gets_a_gradient(name):
     assert missing == []
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_learns_a_copy_task(name):
     """300 steps on copying 2-6 of 12 symbols: the loss must fall below what any model
     blind to the source can reach (ln 12 per token), so the source is being read."""
@@ -143,28 +136,50 @@ def test_learns_a_copy_task(name):
     assert last < 0.75 * math.log(symbols) < first, (first, last)
 
 
-def test_build_rejects_unknown_models_and_hyperparameters():
-    with pytest.raises(MixnmtError, match="models.lstm: unknown model"):
-        build("lstm", {}, VOCAB, VOCAB, True)
-    with pytest.raises(MixnmtError, match="models.transformer.d_modle: unknown hyperparameter"):
-        build("transformer", {"d_modle": 32}, VOCAB, VOCAB, True)
-    with pytest.raises(MixnmtError, match="models.transformer: d_model=30 is not divisible by heads=4"):
-        build("transformer", {"d_model": 30, "heads": 4}, VOCAB, VOCAB, True)
+def test_resolve_rejects_unknown_architectures_and_hyperparameters():
+    arch = next(iter(REGISTRY))
+    with pytest.raises(MixnmtError, match=r"models.lstm.arch: 'lstm' is not one of \["):
+        resolve("lstm", None)
+    with pytest.raises(MixnmtError, match=r"models.x.arch: 'lstm' is not one of \["):
+        resolve("x", {"arch": "lstm"})
+    with pytest.raises(MixnmtError, match=r"models.x: .*'d_modle' was unexpected\) \(expected one of arch, "):
+        resolve("x", {"arch": arch, "d_modle": 32})
+    with pytest.raises(
+        MixnmtError, match="models.x.dropout: 1.5 is greater than or equal to the maximum of 1"
+    ):
+        resolve("x", {"arch": arch, "dropout": 1.5})
+    with pytest.raises(MixnmtError, match="models.x.d_model: 'big' is not of type 'integer'"):
+        resolve("x", {"arch": arch, "d_model": "big"})
 
 
-def test_schema_lists_every_model_and_its_hyperparameters():
-    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    assert set(schema["properties"]["models"]["properties"]) == set(REGISTRY)
-    for name in REGISTRY:
-        assert set(schema["definitions"][name]["properties"]) == set(resolve(name, {})), name
+@pytest.mark.parametrize("arch", sorted(REGISTRY))
+def test_a_variant_is_its_architecture_with_other_hyperparameters(arch):
+    defaults = resolve(arch, None)[1]
+    assert resolve(arch, {}) == resolve(f"{arch}-variant", {"arch": arch}) == (arch, defaults)
+    assert resolve(f"{arch}-variant", {"arch": arch, "dropout": 0.3}) == (arch, {**defaults, "dropout": 0.3})
+
+
+def test_impossible_hyperparameters_name_the_architecture():
+    arch = next(a for a in REGISTRY if "heads" in resolve(a, None)[1])
+    with pytest.raises(MixnmtError, match=f"models.{arch}: d_model=30 is not divisible by heads=4"):
+        build(arch, {**resolve(arch, None)[1], "d_model": 30, "heads": 4}, VOCAB, VOCAB, True)
+
+
+def test_defaults_live_in_the_constructors_only():
+    """config.yaml lists its models without restating the constructors' defaults."""
+    for name, entry in CONFIG["models"].items():
+        arch, hparams = resolve(name, entry)
+        assert not {
+            k: v for k, v in (entry or {}).items() if k != "arch" and hparams[k] == resolve(arch, None)[1][k]
+        }
 
 
 def test_default_models_have_comparable_sizes():
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    vocab = config["spm"]["vocab_size"]
-    sizes = {
-        name: sum(p.numel() for p in build(name, hparams, vocab, vocab, shared_vocab=True).parameters())
-        for name, hparams in config["models"].items()
-    }
-    assert set(sizes) == set(REGISTRY)
+    vocab = CONFIG["spm"]["vocab_size"]
+    sizes = {}
+    for name, entry in CONFIG["models"].items():
+        arch, hparams = resolve(name, entry)
+        sizes[name] = sum(
+            p.numel() for p in build(arch, hparams, vocab, vocab, shared_vocab=True).parameters()
+        )
     assert max(sizes.values()) <= 1.5 * min(sizes.values()), sizes

@@ -21,14 +21,14 @@ def analysis(model, axes, shapes, components=None):
     return {"model": model, "axes": axes, "sentences": [sentence], "components": components or {}}
 
 
-TRANSFORMER = analysis(
-    "transformer",
+MULTIHEAD = analysis(
+    "multihead",
     {"cross_attention": ["layer", "head", "target", "source"]},
     {"cross_attention": (2, 4, 3, 3)},
 )
-ATTENTION = analysis("attention", {"alignment": ["target", "source"]}, {"alignment": (3, 3)})
-MIXTURE = analysis(
-    "mixture",
+SINGLE = analysis("single", {"alignment": ["target", "source"]}, {"alignment": (3, 3)})
+MIX = analysis(
+    "mix",
     {"encoder_responsibilities": ["source", "head", "component"]},
     {"encoder_responsibilities": (3, 2, 5)},
     {
@@ -41,14 +41,14 @@ MIXTURE = analysis(
         }
     },
 )
-RNN = analysis("rnn", {}, {})
+PLAIN = analysis("plain", {}, {})
 METRICS = pd.DataFrame(
     {"epoch": [1, 2], "valid_loss": [3.0, 2.0], "valid_bleu": [1.0, 5.0], "seconds": [10.0, 20.0]}
 )
 LENGTHS = pd.DataFrame(
     {
         "testset": ["t"] * 4,
-        "model": ["rnn", "rnn", "x", "x"],
+        "model": ["plain", "plain", "x", "x"],
         "bucket": ["<=10", ">10"] * 2,
         "sentences": [3, 2, 3, 2],
         "bleu": [20.0, 10.0, 25.0, float("nan")],
@@ -56,7 +56,7 @@ LENGTHS = pd.DataFrame(
 )
 COST = pd.DataFrame(
     {
-        "model": ["rnn", "attention"],
+        "model": ["plain", "single"],
         "params": [7e6, 8e6],
         "train_seconds": [600.0, 900.0],
         "bleu": [20.0, 30.0],
@@ -66,44 +66,53 @@ COST = pd.DataFrame(
 
 
 @pytest.mark.parametrize(
-    "draw",
+    ("name", "inputs"),
     [
-        lambda: plots.learning_curves({"rnn": METRICS, "attention": METRICS.assign(valid_loss=[2.5, 1.5])}),
-        lambda: plots.bleu_by_length(LENGTHS),
-        lambda: plots.alignments([TRANSFORMER, ATTENTION, MIXTURE, RNN]),
-        lambda: plots.responsibilities([TRANSFORMER, MIXTURE]),
-        lambda: plots.component_usage([MIXTURE, RNN]),
-        lambda: plots.cost(COST),
-        lambda: plots.alignments([RNN, MIXTURE]),  # nothing to draw: says so
-        lambda: plots.responsibilities([RNN]),
+        ("learning_curves", {"metrics": {"plain": METRICS, "single": METRICS.assign(valid_loss=[2.5, 1.5])}}),
+        ("bleu_by_length", {"lengths": LENGTHS}),
+        ("alignments", {"analyses": [MULTIHEAD, SINGLE, MIX, PLAIN]}),
+        ("responsibilities", {"analyses": [MULTIHEAD, MIX]}),
+        ("component_usage", {"analyses": [MIX, PLAIN]}),
+        ("cost", {"cost": COST}),
+        ("alignments", {"analyses": [PLAIN, MIX]}),  # nothing to draw: says so
+        ("responsibilities", {"analyses": [PLAIN]}),
     ],
 )
-def test_figures_are_written_as_png_and_svg(draw, tmp_path):
+def test_figures_are_written_as_png_and_svg(name, inputs, tmp_path):
     png = tmp_path / "figure.png"
-    plots.save(draw(), png)
+    plots.save(plots.FIGURES[name].draw(**inputs), png)
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 2000
     assert ET.parse(png.with_suffix(".svg")).getroot().tag.endswith("svg")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png", "figure.svg"]
 
 
 def test_alignment_panels_show_mean_and_most_peaked_head_per_layer():
-    panels = plots.alignment_panels(TRANSFORMER, TRANSFORMER["sentences"][0])
+    panels = plots.alignment_panels(MULTIHEAD, MULTIHEAD["sentences"][0])
     assert [row for row, _, _ in panels] == [
-        "transformer 1 mean",
-        "transformer 1 peaked",
-        "transformer 2 mean",
-        "transformer 2 peaked",
+        "multihead 1 mean",
+        "multihead 1 peaked",
+        "multihead 2 mean",
+        "multihead 2 peaked",
     ]
-    heads = np.asarray(TRANSFORMER["sentences"][0]["weights"]["cross_attention"])[0]
+    heads = np.asarray(MULTIHEAD["sentences"][0]["weights"]["cross_attention"])[0]
     assert np.allclose(panels[0][2], heads.mean(0))
     peaked = min(range(4), key=lambda h: plots.entropy_rows(heads[h]))
     assert np.array_equal(panels[1][2], heads[peaked]) and f"head {peaked + 1}" in panels[1][1]
 
 
-def test_every_model_keeps_its_colour():
-    assert [plots.color(m) for m in ("rnn", "attention")] == [
-        plots.PALETTE["rnn"],
-        plots.PALETTE["attention"],
-    ]
-    assert plots.color("sixth") == plots.color("sixth") and plots.color("sixth") not in plots.PALETTE.values()
-    assert plots.ordered(["x", "attention", "rnn"]) == ["rnn", "attention", "x"]
+@pytest.mark.parametrize("n", [1, 5, 8, 9, 30])
+def test_every_model_gets_its_own_colour(n):
+    models = [f"model{i}" for i in range(n)]
+    colors = plots.palette(models)
+    assert list(colors) == models and len(set(colors.values())) == n
+    assert plots.palette(models[:3]) == {m: colors[m] for m in models[:3]} or n > 8  # stable prefix
+
+
+def test_the_cli_has_one_plot_command_per_figure_with_its_own_inputs(capsys):
+    from mixnmt.cli import parser
+
+    for name, spec in plots.FIGURES.items():
+        with pytest.raises(SystemExit):
+            parser().parse_args(["plot", name, "--output", "x.png"])
+        err = capsys.readouterr().err
+        assert all(f"--{kind}" in err for kind in spec.inputs), err

@@ -13,14 +13,18 @@ import pandas as pd
 import pytest
 import torch
 
+from conftest import FAST, TINY_MODELS, decode_config, train_config
 from mixnmt import MixnmtError, checkpoint, config_section, tokenize
 from mixnmt.batching import ParallelData
 from mixnmt.cli import main
 from mixnmt.files import sha256sum
 from mixnmt.train import METRICS, TrainConfig, TrainFiles, inverse_sqrt, train, validate
 
-HPARAMS = {"d_model": 32, "heads": 2, "layers": 1, "ffn": 64, "dropout": 0.1}
-CONFIG = {"max_tokens": 512, "lr": 3e-3, "warmup": 20}
+HPARAMS = TINY_MODELS[FAST]
+# config.yaml's settings, for the tiny corpus: small batches, a fast schedule, no extras
+CONFIG = dataclasses.asdict(
+    train_config(max_tokens=512, lr=3e-3, warmup=20, weight_decay=0.0, average=1, epochs=30)
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +65,7 @@ def elsewhere(files, folder):
 
 
 def run(files, **config):
-    train("transformer", HPARAMS, TrainConfig(**{**CONFIG, **config}), files)
+    train(FAST, HPARAMS, TrainConfig(**{**CONFIG, **config}), files)
     return pd.read_csv(files.metrics, sep="\t"), checkpoint.load(files.checkpoint)
 
 
@@ -76,15 +80,16 @@ def test_training_writes_metrics_the_best_checkpoint_and_a_manifest(files, tiny_
     best = metrics.valid_loss.idxmin()
     assert ckpt["valid_loss"] == pytest.approx(metrics.valid_loss[best], rel=1e-5)
     assert ckpt["epoch"] == metrics.epoch[best]
-    assert (ckpt["model"], ckpt["hparams"]) == ("transformer", HPARAMS)
+    assert (ckpt["model"], ckpt["arch"], ckpt["hparams"]) == (FAST, FAST, HPARAMS)
     tok = tokenize.Tokenizer(tiny_spm)
     model = checkpoint.load_model(files.checkpoint, tok, tok)
     assert ckpt["params"] == sum(p.numel() for p in model.parameters())
     assert not files.state.exists()  # the resumable state goes once training is done
 
     manifest = json.loads(files.manifest.read_text())
-    assert (manifest["model"], manifest["params"], manifest["hparams"]) == (
-        "transformer",
+    assert (manifest["model"], manifest["arch"], manifest["params"], manifest["hparams"]) == (
+        FAST,
+        FAST,
         ckpt["params"],
         HPARAMS,
     )
@@ -106,20 +111,24 @@ def test_max_steps_caps_training_mid_epoch(files):
 
 
 def test_same_seed_gives_byte_identical_checkpoints_and_translations(files, tiny_ids, tiny_spm, tmp_path):
-    from mixnmt.decode import DecodeConfig, translate
+    from mixnmt.decode import translate
 
     digests = []
     for attempt in ("a", "b"):
         out = tmp_path / attempt
         again = elsewhere(files, out)
-        train("transformer", HPARAMS, TrainConfig(**CONFIG, epochs=3), again)
+        train(FAST, HPARAMS, TrainConfig(**{**CONFIG, "epochs": 3}), again)
         translate(
-            again.checkpoint, tiny_ids / "valid.en", (tiny_spm, tiny_spm), out / "t.txt", DecodeConfig(beam=3)
+            again.checkpoint,
+            tiny_ids / "valid.en",
+            (tiny_spm, tiny_spm),
+            out / "t.txt",
+            decode_config(beam=3),
         )
         digests.append((sha256sum(again.checkpoint), sha256sum(out / "t.txt")))
     assert digests[0] == digests[1]
     other = elsewhere(files, tmp_path / "c")
-    train("transformer", HPARAMS, TrainConfig(**CONFIG, epochs=3, seed=2), other)
+    train(FAST, HPARAMS, TrainConfig(**{**CONFIG, "epochs": 3, "seed": 2}), other)
     assert sha256sum(other.checkpoint) != digests[0][0]  # the seed matters
 
 
@@ -131,7 +140,7 @@ def cli_train(files, **config) -> list[str]:
         "mixnmt",
         "train",
         "--model",
-        "transformer",
+        FAST,
         "--threads",
         "1",
         "--hparams",
@@ -193,7 +202,7 @@ def test_interrupted_training_resumes_to_a_byte_identical_checkpoint(files, unin
     assert stopped.returncode != 0
     if sig != signal.SIGKILL:  # a caught signal saves the state after the current step
         assert f"received {sig.name}" in stopped.stderr
-        assert "mixnmt train: error: transformer: interrupted at step" in stopped.stderr
+        assert f"mixnmt train: error: {FAST}: interrupted at step" in stopped.stderr
     assert files.state.exists() and not any(p.exists() for p in outputs(files))
 
     resumed = subprocess.run(cli_train(files, **INTERRUPTIBLE), capture_output=True, text=True)
@@ -233,7 +242,7 @@ def fail_at_step(files, step, corrupt, **config):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(training, "token_loss", token_loss)
-        train("transformer", HPARAMS, TrainConfig(**{**CONFIG, "epochs": 2, **config}), files)
+        train(FAST, HPARAMS, TrainConfig(**{**CONFIG, "epochs": 2, **config}), files)
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf])
@@ -241,7 +250,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_state(files, value):
     with pytest.raises(MixnmtError) as error:
         fail_at_step(files, 9, lambda loss: loss * value, save_every=4)
     assert str(error.value) == (
-        f"transformer: the training loss became {value} at step 9; the last good state (step 8) "
+        f"{FAST}: the training loss became {value} at step 9; the last good state (step 8) "
         f"is in {files.state}; lower train.lr or raise train.warmup"
     )
     assert checkpoint.read(files.state)["progress"]["step"] == 8
@@ -261,7 +270,7 @@ def test_disk_full_while_saving_keeps_the_previous_state(files, monkeypatch):
 
     monkeypatch.setattr(Path, "write_bytes", write_bytes)
     with pytest.raises(MixnmtError) as error:
-        train("transformer", HPARAMS, TrainConfig(**CONFIG, epochs=2, save_every=5), files)
+        train(FAST, HPARAMS, TrainConfig(**{**CONFIG, "epochs": 2, "save_every": 5}), files)
     assert str(error.value) == (
         f"{files.state}: could not write (No space left on device); the previous version is kept"
     )
@@ -275,7 +284,7 @@ def test_impossible_hyperparameters_fail_before_training(files, capsys):
     command[command.index("--hparams") + 1] = json.dumps({**HPARAMS, "d_model": 30, "heads": 4})
     assert main(command) == 1
     err = capsys.readouterr().err
-    assert err == "mixnmt train: error: models.transformer: d_model=30 is not divisible by heads=4\n"
+    assert err == f"mixnmt train: error: models.{FAST}: d_model=30 is not divisible by heads=4\n"
     assert not any(p.exists() for p in [*outputs(files), files.state])
 
 
@@ -286,9 +295,11 @@ def test_inverse_sqrt_schedule():
     assert f(399) == pytest.approx(0.5)
 
 
-def test_unknown_training_setting_is_named():
+def test_unknown_or_missing_training_settings_are_named():
     with pytest.raises(MixnmtError, match="train.learning_rate: unknown setting"):
-        config_section(TrainConfig, "train", {"learning_rate": 0.1})
+        config_section(TrainConfig, "train", {**CONFIG, "learning_rate": 0.1})
+    with pytest.raises(MixnmtError, match="train.average: missing setting"):
+        config_section(TrainConfig, "train", {k: v for k, v in CONFIG.items() if k != "average"})
 
 
 def test_checkpoint_averaging_keeps_what_validation_prefers(files, tmp_path):

@@ -12,22 +12,33 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 import tinydata
-from conftest import ROOT
+from conftest import CONFIG, FAST, ROOT, TINY, TINY_MODELS
 from mixnmt.files import read_lines
+from mixnmt.models import REGISTRY, resolve
+from mixnmt.plots import FIGURES
+from mixnmt.tables import TABLES
+
+MODELS = list(CONFIG["models"])
 
 
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run the project's workflow in `workdir`, where config.yaml is a copy of the project's."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+def snakemake(workdir: Path, *args: str, project: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run the workflow of `project` (with its package) in `workdir`, where config.yaml is
+    a copy of the project's."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(project / "src"),
+    }
     return subprocess.run(
         [
             sys.executable,
             "-m",
             "snakemake",
             "-s",
-            str(ROOT / "Snakefile"),
+            str(project / "Snakefile"),
             "-d",
             str(workdir),
             "--cores",
@@ -52,9 +63,6 @@ def overlay(workdir: Path, text: str) -> str:
     return str(path)
 
 
-FIGURES = ("learning_curves", "bleu_by_length", "alignments", "responsibilities", "component_usage", "cost")
-
-
 def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """The job-count table of a dry run."""
     counts = {}
@@ -71,28 +79,35 @@ def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
 def test_dry_run_lists_every_stage(workdir):
     result = snakemake(workdir, "-n")
     assert result.returncode == 0, result.stderr
+    n = len(MODELS)
     assert jobs(result) == {
         "aggregate": 1,
         "all": 1,
-        "analyse": 5,
-        "components_table": 1,
-        "cost_table": 1,
+        "analyse": n,
         "download": 6,
         "lengths": 1,
         **{f"plot_{name}": 1 for name in FIGURES},
+        **{f"table_{name}": 1 for name in TABLES},
         "prepare": 3,
         "report": 1,
-        "score": 5,
+        "score": n,
         "significance": 1,
-        "speed": 5,
+        "speed": n,
         "spm_encode": 5,
         "spm_train": 1,
-        "train": 5,
-        "translate": 5,
+        "train": n,
+        "translate": n,
     }
-    for model in ("rnn", "mixture", "mixture2", "transformer", "attention"):
+    for model in MODELS:
         assert f"results/multi30k/checkpoints/{model}.pt" in result.stdout
     assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
+
+
+def test_lint_finds_nothing(workdir):
+    for overlay in (None, ROOT / "experiments" / "cpu.yaml", ROOT / "tests" / "tiny.yaml"):
+        result = snakemake(workdir, "--lint", *(["--configfile", str(overlay)] if overlay else []))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
 
 def test_command_line_overrides(workdir):
@@ -120,7 +135,7 @@ datasets:
     assert result.returncode == 0, result.stderr
     counts = jobs(result)
     assert (counts["translate"], counts["score"], counts["download"]) == (10, 10, 8)
-    assert "results/multi30k/scores/transformer/test_2017_flickr.json" in result.stdout
+    assert f"results/multi30k/scores/{MODELS[-1]}/test_2017_flickr.json" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -128,10 +143,10 @@ datasets:
     [
         (["--config", "max_steps=many"], "'many' is not of type 'integer', 'null'"),
         (["--config", "experiment=a/b"], "'a/b' does not match"),
-        (
-            "models:\n  transfomer: {d_model: 8}\n",
-            "Additional properties are not allowed ('transfomer' was unexpected)",
-        ),
+        ("models:\n  lstm: {d_model: 8}\n", "config: models.lstm.arch: 'lstm' is not one of ["),
+        ("models:\n  big: {arch: lstm}\n", "config: models.big.arch: 'lstm' is not one of ["),
+        ("models:\n  a/b: {}\n", "'a/b' does not match"),
+        (f"models:\n  {FAST}: {{d_modle: 8}}\n", "'d_modle' was unexpected"),
         ("train:\n  lr: fast\n", "'fast' is not of type 'number'"),
         ("dataset: wmt14\n", "config: dataset: 'wmt14' is not one of datasets: multi30k"),
     ],
@@ -145,20 +160,110 @@ def test_config_violating_the_schema_is_refused(workdir, args, expected):
     assert not (workdir / "results").exists()
 
 
+SIXTH = """\"\"\"A sixth architecture, added by the test as a user would: a GRU decoder that attends
+(dot product) over the source embeddings themselves.\"\"\"
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
+from mixnmt.tokenize import PAD
+
+
+class Sixth(Seq2Seq):
+    analysis_axes = {"alignment": ("target", "source")}
+
+    def __init__(
+        self, src_vocab, tgt_vocab, shared_vocab, *, d_model: PositiveInt = 32, dropout: Probability = 0.1
+    ):
+        super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
+        self.cell = nn.GRUCell(2 * d_model, d_model)
+        self.drop = Dropout(dropout)
+
+    @property
+    def static_state(self) -> frozenset[str]:
+        return frozenset({"memory", "mask"})
+
+    def encode(self, src: Tensor) -> State:
+        memory = self.embed(self.src_embed, src)
+        return {"memory": memory, "mask": source_mask(src), "s": memory.new_zeros(src.size(0), self.d_model)}
+
+    def advance(self, state: State, y: Tensor) -> tuple[Tensor, Tensor]:
+        scores = (state["memory"] @ state["s"][:, :, None])[..., 0] / math.sqrt(self.d_model)
+        a = scores.masked_fill(~state["mask"], -math.inf).softmax(-1)
+        c = (a[:, None] @ state["memory"])[:, 0]
+        return self.cell(torch.cat([self.drop(self.embed(self.tgt_embed, y)), c], -1), state["s"]), a
+
+    def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
+        s, _ = self.advance(state, y)
+        return self.output(s), {**state, "s": s}
+
+    def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
+        state, logits, weights = self.encode(src), [], []
+        for t in range(tgt.size(1)):
+            state["s"], a = self.advance(state, tgt[:, t])
+            logits.append(self.output(state["s"]))
+            weights.append(a)
+        alignment = torch.stack(weights, 1) * (tgt != PAD)[..., None]
+        return torch.stack(logits, 1), {"alignment": alignment} if keep_weights else {}
+"""
+
+
+def with_a_sixth_architecture(folder: Path) -> Path:
+    """A copy of the project with one more architecture, registered as the README says
+    (one module, one registry entry), and in the tiny experiment that architecture and a
+    variant of an existing one."""
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy(ROOT / name, folder / name)
+    for name in ("workflow", "profiles", "envs", "tests"):
+        shutil.copytree(ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "src", folder / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    models = folder / "src" / "mixnmt" / "models"
+    (models / "sixth.py").write_text(SIXTH)
+    registry = (models / "__init__.py").read_text()
+    registry = registry.replace(  # the import, and the entry at the top of REGISTRY
+        "\nREGISTRY: dict[str, type[Seq2Seq]] = {\n",
+        "\nfrom mixnmt.models.sixth import Sixth\n\nREGISTRY: dict[str, type[Seq2Seq]] = {\n"
+        '    "sixth": Sixth,\n',
+    )
+    (models / "__init__.py").write_text(registry)
+    tiny = {
+        **TINY,
+        "models": {
+            **TINY_MODELS,
+            "sixth": {"d_model": 24},
+            f"{FAST}-variant": {**TINY_MODELS[FAST], "arch": FAST, "dropout": 0.2},
+        },
+    }
+    (folder / "tests" / "tiny.yaml").write_text(yaml.safe_dump(tiny, sort_keys=False))
+    return folder
+
+
+def attends(name: str, entry: dict | None) -> bool:
+    """Whether a model's analysis weights include a distribution over source positions."""
+    return any(axes[-1] == "source" for axes in REGISTRY[resolve(name, entry)[0]].analysis_axes.values())
+
+
 @pytest.mark.slow
-def test_tiny_experiment_end_to_end(workdir):
+def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
+    project = with_a_sixth_architecture(tmp_path_factory.mktemp("project"))
     tinydata.write_corpus(workdir / "data" / "tiny-source")
-    result = snakemake(workdir, "--configfile", str(ROOT / "tests" / "tiny.yaml"))
+    result = snakemake(workdir, "--configfile", str(project / "tests" / "tiny.yaml"), project=project)
     assert result.returncode == 0, result.stderr[-3000:]
     out = workdir / "results" / "tiny"
 
-    models = ["attention", "mixture", "mixture2", "rnn", "transformer"]
+    entries = yaml.safe_load((project / "tests" / "tiny.yaml").read_text())["models"]
+    models = sorted({**CONFIG["models"], **entries})
+    assert {"sixth", f"{FAST}-variant"} <= set(models)
     table = pd.read_csv(out / "scores.tsv", sep="\t").set_index(["testset", "model"])
     assert list(table.index) == [(t, m) for t in ("test_a", "test_b") for m in models]
     assert (table.params > 0).all() and "commit" in table.columns  # cites each training run
-    # The tiny task is learnable: the models that attend to the source nearly solve it.
-    assert (table.xs("attention", level="model").bleu > 50).all(), table
-    assert (table.xs("transformer", level="model").bleu > 50).all(), table
+    # The tiny task is learnable: the studied models that attend to the source nearly solve it.
+    for name, entry in TINY_MODELS.items():
+        if attends(name, entry):
+            assert (table.xs(name, level="model").bleu > 50).all(), table
     for model in models:
         for testset, n in (("test_a", 30), ("test_b", 20)):
             hyps = read_lines(out / "translations" / model / f"{testset}.txt")
@@ -166,40 +271,47 @@ def test_tiny_experiment_end_to_end(workdir):
         assert read_lines(out / "translations" / model / "test_a.txt")[5] == ""  # the empty source line
         manifest = json.loads((out / "train" / model / "manifest.json").read_text())
         assert manifest["model"] == model and manifest["params"] > 0
+        assert manifest["arch"] == (entries.get(model) or {}).get("arch", model)
         assert f"{manifest['params']} parameters" in (out / "logs" / "train" / f"{model}.log").read_text()
-    metrics = pd.read_csv(out / "train" / "transformer" / "metrics.tsv", sep="\t")
+    variant = json.loads((out / "train" / f"{FAST}-variant" / "manifest.json").read_text())
+    assert variant["arch"] == FAST and variant["hparams"]["dropout"] == 0.2
+    sixth = json.loads((out / "analysis" / "sixth.json").read_text())
+    assert (
+        sixth["axes"] == {"alignment": ["target", "source"]} and sixth["sentences"][0]["weights"]["alignment"]
+    )
+    metrics = pd.read_csv(out / "train" / FAST / "metrics.tsv", sep="\t")
     assert len(metrics) == 40 and metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
 
     # The analysis: every table and figure, and the report that gathers them.
     scores_md = (out / "scores.md").read_text()
     # three metrics on two test sets: every model has intervals, all but the baseline p-values
-    assert scores_md.count("±") == 3 * 2 * 5 and scores_md.count("(p=") == 3 * 2 * 4
-    assert "bs:200|seed:12345" in scores_md and (table.ter >= 0).all() and table.bleu_p.notna().sum() == 8
+    n = len(models)
+    assert scores_md.count("±") == 3 * 2 * n and scores_md.count("(p=") == 3 * 2 * (n - 1)
+    assert (
+        "bs:200|seed:12345" in scores_md
+        and (table.ter >= 0).all()
+        and table.bleu_p.notna().sum() == 2 * (n - 1)
+    )
     lengths = pd.concat(
         pd.read_csv(out / "tables" / "lengths" / f"{t}.tsv", sep="\t") for t in ("test_a", "test_b")
     )
     assert set(lengths.model) == set(models) and set(lengths.bucket) == {"<=4", "5-6", "7-9", ">9"}
-    assert lengths.groupby(["testset", "model"]).sentences.sum().tolist() == [30] * 5 + [20] * 5
+    assert lengths.groupby(["testset", "model"]).sentences.sum().tolist() == [30] * n + [20] * n
     cost = pd.read_csv(out / "tables" / "cost.tsv", sep="\t")
     assert (
         sorted(cost.model) == models
         and (cost[["greedy_sentences_per_s", "beam_sentences_per_s"]] > 0).all().all()
     )
     components = pd.read_csv(out / "tables" / "components.tsv", sep="\t")
-    assert set(components.model) == {"mixture", "mixture2"}
-    for name in (
-        "learning_curves",
-        "bleu_by_length",
-        "alignments",
-        "responsibilities",
-        "component_usage",
-        "cost",
-    ):
+    analyses = [json.loads((out / "analysis" / f"{m}.json").read_text()) for m in models]
+    mixtures = {a["model"] for a in analyses if any(axes[-1] == "component" for axes in a["axes"].values())}
+    assert mixtures and set(components.model) == mixtures
+    for name in FIGURES:
         png = (out / "figures" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name
         assert ET.parse(out / "figures" / f"{name}.svg").getroot().tag.endswith("svg"), name
     report = (out / "report.html").read_text()
-    assert report.count('<img alt="') == 6 and report.count("<details>") == len(models)
+    assert report.count('<img alt="') == len(FIGURES) and report.count("<details>") == len(models)
     for section in (
         "Scores",
         "BLEU by source length",
@@ -215,6 +327,11 @@ def test_tiny_experiment_end_to_end(workdir):
     # A second run has nothing to do, also when the data now come from another mirror.
     mirror = workdir / "data" / "tiny-source"
     again = snakemake(
-        workdir, "--configfile", str(ROOT / "tests" / "tiny.yaml"), "--config", f"mirror={mirror}"
+        workdir,
+        "--configfile",
+        str(project / "tests" / "tiny.yaml"),
+        "--config",
+        f"mirror={mirror}",
+        project=project,
     )
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -15,9 +15,12 @@ class MixnmtError(Exception):
 
 
 def config_section(cls: type[T], name: str, values: dict[str, Any]) -> T:
-    """Build dataclass `cls` from config section `name`, naming any unknown key."""
-    known = {f.name for f in dataclasses.fields(cls)}
+    """Build dataclass `cls` from config section `name`, naming any unknown or missing key."""
+    known = [f.name for f in dataclasses.fields(cls)]
     for key in values:
         if key not in known:
             raise MixnmtError(f"{name}.{key}: unknown setting (expected one of {', '.join(sorted(known))})")
+    for key in known:
+        if key not in values:
+            raise MixnmtError(f"{name}.{key}: missing setting")
     return cls(**values)

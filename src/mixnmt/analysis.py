@@ -4,7 +4,6 @@ reads its own translation (teacher forcing on its output), i.e. as it decoded it
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from pathlib import Path
@@ -15,8 +14,7 @@ from torch import Tensor
 
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import ParallelData, read_ids
-from mixnmt.device import pick_device
-from mixnmt.files import read_lines, write_text
+from mixnmt.files import read_lines, write_json
 from mixnmt.models import Seq2Seq
 from mixnmt.tokenize import PAD, Tokenizer
 
@@ -86,7 +84,8 @@ def component_usage(
 
 @torch.no_grad()
 def analyse(
-    model_name: str,
+    name: str,
+    entry: dict | None,
     checkpoint_path: Path,
     spm_files: tuple[Path, Path],
     source_ids: Path,
@@ -96,9 +95,8 @@ def analyse(
 ) -> dict[str, Any]:
     """Analysis weights of the model on `sentences` (indices into the test set) and, for
     mixtures, component usage over the whole test set, as JSON."""
-    device = pick_device()
-    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name).to(device)
+    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
+    model, src_tok, tgt_tok, device = loaded.model, loaded.source, loaded.target, loaded.device
     sources = read_ids(source_ids)
     targets = tgt_tok.encode(read_lines(translation))
     if len(sources) != len(targets):
@@ -123,11 +121,11 @@ def analyse(
     decoded = [i for i, s in enumerate(sources) if s]  # empty lines were never translated
     test = ParallelData([sources[i] for i in decoded], [targets[i] for i in decoded])
     result = {
-        "model": model_name,
+        "model": name,
         "axes": {name: list(axes) for name, axes in model.analysis_axes.items()},
         "sentences": shown,
         "components": component_usage(model, test, {"source": src_tok, "target": tgt_tok}, device),
     }
-    write_text(output, json.dumps(result) + "\n")
-    log.info("%s: weights on %d sentences -> %s", model_name, len(shown), output)
+    write_json(output, result, indent=None)
+    log.info("%s: weights on %d sentences -> %s", name, len(shown), output)
     return result

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from mixnmt import MixnmtError
+from mixnmt.device import pick_device
 from mixnmt.files import atomic_path, sha256sum
 from mixnmt.models import Seq2Seq, build, resolve
 from mixnmt.tokenize import Tokenizer
@@ -51,14 +53,18 @@ def vocab_record(tokenizer: Tokenizer) -> dict[str, Any]:
     return {"size": len(tokenizer), "sha256": sha256sum(tokenizer.path)}
 
 
-def save(path: str | Path, model_name: str, hparams: dict, model: Seq2Seq, vocab: dict, **info: Any) -> None:
-    """Write a model checkpoint: name, resolved hyperparameters, vocabularies, weights."""
+def save(
+    path: str | Path, name: str, arch: str, hparams: dict, model: Seq2Seq, vocab: dict, **info: Any
+) -> None:
+    """Write a model checkpoint: config name, architecture, resolved hyperparameters,
+    vocabularies, weights, and whatever else the run wants to remember (`info`)."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     write(
         path,
         {
             "format": FORMAT,
-            "model": model_name,
+            "model": name,
+            "arch": arch,
             "hparams": hparams,
             "vocab": vocab,
             "state_dict": state,
@@ -70,7 +76,7 @@ def save(path: str | Path, model_name: str, hparams: dict, model: Seq2Seq, vocab
 def load(path: str | Path) -> dict[str, Any]:
     """A model checkpoint's payload."""
     payload = read(path)
-    if "state_dict" not in payload or "model" not in payload:
+    if not {"state_dict", "model", "arch", "hparams", "vocab"} <= payload.keys():
         raise MixnmtError(f"{path}: not a model checkpoint")
     return payload
 
@@ -79,16 +85,22 @@ def load_model(
     path: str | Path,
     src: Tokenizer,
     tgt: Tokenizer,
-    model_name: str | None = None,
-    hparams: dict | None = None,
+    name: str | None = None,
+    entry: dict | None = None,
 ) -> Seq2Seq:
     """The model stored at `path`, after checking it matches these vocabularies and, if
-    given, the config's model name and hyperparameters (`models.<name>`)."""
+    given, the config's model name and its entry `models.<name>` (architecture and
+    hyperparameters)."""
     payload = load(path)
-    if model_name is not None and payload["model"] != model_name:
-        raise MixnmtError(f"{path}: holds model {payload['model']!r}, not {model_name!r}")
-    if hparams is not None:
-        expected = resolve(payload["model"], hparams)
+    if name is not None and payload["model"] != name:
+        raise MixnmtError(f"{path}: holds model {payload['model']!r}, not {name!r}")
+    if entry is not None:
+        arch, expected = resolve(payload["model"], entry)
+        if arch != payload["arch"]:
+            raise MixnmtError(
+                f"{path}: a {payload['arch']!r} model, but models.{payload['model']}.arch is {arch!r}; "
+                "retrain it"
+            )
         for key, value in expected.items():
             if payload["hparams"].get(key) != value:
                 raise MixnmtError(
@@ -99,7 +111,28 @@ def load_model(
         if payload["vocab"][side] != vocab_record(tokenizer):
             raise MixnmtError(f"{path}: trained with a different {side} vocabulary than {tokenizer.path}")
     model = build(
-        payload["model"], payload["hparams"], len(src), len(tgt), shared_vocab=payload["vocab"]["shared"]
+        payload["arch"], payload["hparams"], len(src), len(tgt), shared_vocab=payload["vocab"]["shared"]
     )
     model.load_state_dict(payload["state_dict"])
     return model.eval()
+
+
+@dataclass(frozen=True)
+class Inference:
+    """A trained model on its device, with the tokenizers of its two sides."""
+
+    model: Seq2Seq
+    source: Tokenizer
+    target: Tokenizer
+    device: torch.device
+
+
+def load_for_inference(
+    path: str | Path, spm_files: tuple[Path, Path], name: str | None = None, entry: dict | None = None
+) -> Inference:
+    """What translate, speed and analyse run: the checked model (see `load_model`) on the
+    best device, and the source and target tokenizers."""
+    device = pick_device()
+    source, target = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
+    model = load_model(path, source, target, name, entry).to(device)
+    return Inference(model, source, target, device)

@@ -21,15 +21,17 @@ def _json(text: str) -> dict:
     return value
 
 
-def _named(values: list[str]) -> dict[str, Path]:
-    """MODEL=PATH arguments as a dict, in order."""
-    named = {}
-    for value in values:
-        name, sep, path = value.partition("=")
-        if not sep or not name or not path:
-            raise MixnmtError(f"{value!r}: expected MODEL=PATH")
-        named[name] = Path(path)
-    return named
+def _named_path(value: str) -> tuple[str, Path]:
+    """A MODEL=PATH argument."""
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected MODEL=PATH")
+    return name, Path(path)
+
+
+def _summary(func) -> str:
+    """The first line of a function's docstring."""
+    return (func.__doc__ or "").strip().splitlines()[0]
 
 
 def _set_threads(threads: int | None) -> None:
@@ -61,6 +63,14 @@ def cmd_spm_encode(a: argparse.Namespace) -> None:
     from mixnmt.tokenize import encode_file
 
     encode_file(a.model, a.input, a.output)
+
+
+def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
+    """The inputs of a figure or table, read from their `--<kind>` options."""
+    from mixnmt.inputs import INPUTS
+
+    values = {kind: getattr(a, kind) for kind in kinds}
+    return {kind: INPUTS[kind].load(dict(v) if INPUTS[kind].per_model else v) for kind, v in values.items()}
 
 
 def cmd_train(a: argparse.Namespace) -> None:
@@ -96,13 +106,13 @@ def cmd_aggregate(a: argparse.Namespace) -> None:
 def cmd_significance(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import significance
 
-    significance(a.references, _named(a.systems), a.baseline, a.resamples, a.testset, a.output)
+    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.output)
 
 
 def cmd_lengths(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import bleu_by_length
 
-    bleu_by_length(a.sources, a.references, _named(a.systems), a.edges, a.testset, a.output)
+    bleu_by_length(a.sources, a.references, dict(a.systems), a.edges, a.testset, a.output)
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
@@ -110,55 +120,54 @@ def cmd_speed(a: argparse.Namespace) -> None:
 
     _set_threads(a.threads)
     config = config_section(DecodeConfig, "decode", a.config)
-    measure_speed(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model)
+    measure_speed(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams)
 
 
 def cmd_analyse(a: argparse.Namespace) -> None:
     from mixnmt.analysis import analyse
 
     _set_threads(a.threads)
-    analyse(a.model, a.checkpoint, tuple(a.spm), a.input, a.translation, a.sentences, a.output)
+    analyse(a.model, a.hparams, a.checkpoint, tuple(a.spm), a.input, a.translation, a.sentences, a.output)
 
 
 def cmd_table(a: argparse.Namespace) -> None:
-    from mixnmt import tables
+    from mixnmt.files import write_table
+    from mixnmt.tables import TABLES
 
-    if a.kind == "cost":
-        tables.cost(a.manifests, a.speeds, a.scores, a.output)
-    else:
-        tables.components(a.analyses, a.output)
+    table = TABLES[a.name]
+    write_table(a.output, table.build(**_load_inputs(a, table.inputs)))
 
 
 def cmd_plot(a: argparse.Namespace) -> None:
-    import pandas as pd
+    from mixnmt.plots import FIGURES, save
 
-    from mixnmt import plots
-    from mixnmt.evaluate import read_json
-
-    if a.kind == "learning-curves":
-        fig = plots.learning_curves({m: pd.read_csv(p, sep="\t") for m, p in _named(a.inputs).items()})
-    elif a.kind == "bleu-by-length":
-        fig = plots.bleu_by_length(pd.concat(pd.read_csv(p, sep="\t") for p in a.inputs))
-    elif a.kind == "cost":
-        fig = plots.cost(pd.read_csv(a.inputs[0], sep="\t"))
-    else:
-        draw = {
-            "alignments": plots.alignments,
-            "responsibilities": plots.responsibilities,
-            "component-usage": plots.component_usage,
-        }[a.kind]
-        fig = draw([read_json(p) for p in a.inputs])
-    plots.save(fig, a.output)
+    figure = FIGURES[a.name]
+    save(figure.draw(**_load_inputs(a, figure.inputs)), a.output)
 
 
 def cmd_report(a: argparse.Namespace) -> None:
     from mixnmt.report import ReportInputs, write_report
 
     figures = {path.stem: path for path in a.figures}
-    inputs = ReportInputs(
-        a.scores, a.significance, a.lengths, a.cost, a.components, a.manifests, figures, a.captions
-    )
+    tables = {path.stem: path for path in a.tables}
+    inputs = ReportInputs(a.scores, a.significance, a.lengths, a.manifests, figures, tables, a.captions)
     write_report(a.output, a.experiment, a.config, inputs)
+
+
+def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
+    """One required option per input kind of a figure or table."""
+    from mixnmt.inputs import INPUTS
+
+    for kind in kinds:
+        spec = INPUTS[kind]
+        if spec.single:
+            s.add_argument(f"--{kind}", type=Path, required=True, help=spec.help)
+        elif spec.per_model:
+            s.add_argument(
+                f"--{kind}", type=_named_path, nargs="+", required=True, metavar="MODEL=PATH", help=spec.help
+            )
+        else:
+            s.add_argument(f"--{kind}", type=Path, nargs="+", required=True, help=spec.help)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -198,9 +207,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path)
     s.add_argument("output", type=Path)
 
+    entry = "JSON: the model's config entry (hyperparameters, and `arch` unless NAME is one)"
     s = command("train", cmd_train, "train one model and keep its best checkpoint")
-    s.add_argument("--model", required=True, help="registry name of the model")
-    s.add_argument("--hparams", type=_json, default={}, help="JSON: the model's hyperparameters")
+    s.add_argument("--model", required=True, metavar="NAME", help="the model's name in the config")
+    s.add_argument("--hparams", type=_json, default={}, help=entry)
     s.add_argument("--config", type=_json, default={}, help="JSON: the training settings")
     s.add_argument("--train", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
@@ -217,8 +227,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
-    s.add_argument("--model", help="refuse a checkpoint of another model")
-    s.add_argument("--hparams", type=_json, help="JSON: refuse a checkpoint with other hyperparameters")
+    s.add_argument("--model", metavar="NAME", help="refuse a checkpoint of another model")
+    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path)
     s.add_argument("output", type=Path)
@@ -244,7 +254,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--baseline", required=True, help="name of the baseline system")
     s.add_argument("--resamples", type=int, default=1000)
     s.add_argument("--output", type=Path, required=True)
-    s.add_argument("systems", nargs="+", metavar="MODEL=PATH", help="translations of each system")
+    s.add_argument(
+        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
+    )
 
     s = command("lengths", cmd_lengths, "BLEU per source-length bucket")
     s.add_argument("--testset", required=True)
@@ -252,10 +264,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
     s.add_argument("--output", type=Path, required=True)
-    s.add_argument("systems", nargs="+", metavar="MODEL=PATH")
+    s.add_argument(
+        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
+    )
 
     s = command("speed", cmd_speed, "decoding speed, greedy and beam, and peak memory")
-    s.add_argument("--model", required=True)
+    s.add_argument("--model", required=True, metavar="NAME")
+    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
@@ -264,7 +279,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("output", type=Path)
 
     s = command("analyse", cmd_analyse, "alignments and mixture responsibilities of a model")
-    s.add_argument("--model", required=True)
+    s.add_argument("--model", required=True, metavar="NAME")
+    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
     s.add_argument("--translation", type=Path, required=True, help="the model's translation of INPUT")
@@ -273,28 +289,23 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 
-    s = command("table", cmd_table, "the cost table or the mixture-component table")
-    s.add_argument("kind", choices=["cost", "components"])
-    s.add_argument("--manifests", type=Path, nargs="+", default=[])
-    s.add_argument("--speeds", type=Path, nargs="+", default=[])
-    s.add_argument("--scores", type=Path, help="scores.tsv (cost)")
-    s.add_argument("--analyses", type=Path, nargs="+", default=[])
-    s.add_argument("--output", type=Path, required=True)
+    from mixnmt.tables import TABLES
+
+    s = command("table", cmd_table, "build one of the study's tables (TSV)")
+    tables = s.add_subparsers(dest="name", required=True, metavar="TABLE")
+    for name, table in TABLES.items():
+        t = tables.add_parser(name, help=_summary(table.build), description=table.build.__doc__)
+        _add_inputs(t, table.inputs)
+        t.add_argument("--output", type=Path, required=True, help="TSV")
+
+    from mixnmt.plots import FIGURES
 
     s = command("plot", cmd_plot, "draw one of the study's figures (PNG and SVG)")
-    s.add_argument(
-        "kind",
-        choices=[
-            "learning-curves",
-            "bleu-by-length",
-            "alignments",
-            "responsibilities",
-            "component-usage",
-            "cost",
-        ],
-    )
-    s.add_argument("--output", type=Path, required=True, help="PNG; the SVG goes next to it")
-    s.add_argument("inputs", nargs="+", help="MODEL=metrics.tsv, length tables, analyses or the cost table")
+    figures = s.add_subparsers(dest="name", required=True, metavar="FIGURE")
+    for name, figure in FIGURES.items():
+        f = figures.add_parser(name, help=_summary(figure.draw), description=figure.draw.__doc__)
+        _add_inputs(f, figure.inputs)
+        f.add_argument("--output", type=Path, required=True, help="PNG; the SVG goes next to it")
 
     s = command("report", cmd_report, "the self-contained HTML report")
     s.add_argument("--experiment", required=True)
@@ -302,10 +313,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--scores", type=Path, required=True)
     s.add_argument("--significance", type=Path, nargs="+", required=True)
     s.add_argument("--lengths", type=Path, nargs="+", required=True)
-    s.add_argument("--cost", type=Path, required=True)
-    s.add_argument("--components", type=Path, required=True)
     s.add_argument("--manifests", type=Path, nargs="+", required=True)
     s.add_argument("--figures", type=Path, nargs="+", required=True, help="PNG files, named by figure")
+    s.add_argument("--tables", type=Path, nargs="+", required=True, help="TSV files, named by table")
     s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
     s.add_argument("--output", type=Path, required=True)
     return p

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import time
@@ -15,23 +14,23 @@ from torch import Tensor
 
 from mixnmt import checkpoint
 from mixnmt.batching import pad, read_ids
-from mixnmt.device import peak_memory_mb, pick_device
-from mixnmt.files import write_lines, write_text
+from mixnmt.device import peak_memory_mb
+from mixnmt.files import write_json, write_lines
 from mixnmt.models import Seq2Seq, reorder
-from mixnmt.tokenize import BOS, EOS, PAD, Tokenizer
+from mixnmt.tokenize import BOS, EOS, PAD
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """The `decode` section of the config."""
+    """The `decode` section of the config (its values, defaults included, live there)."""
 
-    beam: int = 5
-    length_penalty: float = 1.0
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    batch_size: int = 64
+    beam: int
+    length_penalty: float
+    max_len_a: float
+    max_len_b: int
+    batch_size: int
 
 
 def max_lengths(src: Tensor, config: DecodeConfig) -> Tensor:
@@ -160,40 +159,27 @@ def translate_ids(
     return out
 
 
-def _load(
-    checkpoint_path: Path,
-    spm_files: tuple[Path, Path],
-    source_ids: Path,
-    model_name: str | None,
-    hparams: dict | None = None,
-) -> tuple[torch.device, Seq2Seq, Tokenizer, list[list[int]]]:
-    """The device, the checked model on it, the target tokenizer and the source ids."""
-    device = pick_device()
-    src_tok, tgt_tok = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    model = checkpoint.load_model(checkpoint_path, src_tok, tgt_tok, model_name, hparams).to(device)
-    return device, model, tgt_tok, read_ids(source_ids)
-
-
 def translate(
     checkpoint_path: Path,
     source_ids: Path,
     spm_files: tuple[Path, Path],
     output: Path,
     config: DecodeConfig,
-    model_name: str | None = None,
-    hparams: dict | None = None,
+    name: str | None = None,
+    entry: dict | None = None,
 ) -> None:
     """Decode a file of source ids into detokenised text, exactly one line per source line.
 
-    With `model_name` and `hparams` (the config's), a checkpoint of another model or
-    with other hyperparameters is refused.
+    With `name` and `entry` (the config's `models.<name>`), a checkpoint of another model
+    or with other hyperparameters is refused.
     """
-    device, model, tgt_tok, sources = _load(checkpoint_path, spm_files, source_ids, model_name, hparams)
+    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
+    sources = read_ids(source_ids)
     start = time.perf_counter()
-    hyps = translate_ids(model, sources, config, device)
+    hyps = translate_ids(loaded.model, sources, config, loaded.device)
     seconds = time.perf_counter() - start
     # A line break inside a hypothesis would break the one-line-per-source invariant.
-    lines = [" ".join(text.split()) for text in tgt_tok.decode(hyps)]
+    lines = [" ".join(text.split()) for text in loaded.target.decode(hyps)]
     write_lines(output, lines)
     log.info(
         "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",
@@ -212,17 +198,19 @@ def measure_speed(
     spm_files: tuple[Path, Path],
     output: Path,
     config: DecodeConfig,
-    model_name: str | None = None,
+    name: str | None = None,
+    entry: dict | None = None,
 ) -> dict:
     """Sentences per second of greedy and of beam search over a test set, and peak memory."""
-    device, model, _, sources = _load(checkpoint_path, spm_files, source_ids, model_name)
-    result: dict = {"model": model_name, "sentences": len(sources), "beam": config.beam}
-    for name, beam in (("greedy", 1), ("beam", config.beam)):
+    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
+    sources = read_ids(source_ids)
+    result: dict = {"model": name, "sentences": len(sources), "beam": config.beam}
+    for search, beam in (("greedy", 1), ("beam", config.beam)):
         start = time.perf_counter()
-        translate_ids(model, sources, dataclasses.replace(config, beam=beam), device)
-        result[f"{name}_sentences_per_s"] = len(sources) / (time.perf_counter() - start)
-    result["peak_memory"] = peak_memory_mb(device)
-    write_text(output, json.dumps(result, indent=2) + "\n")
+        translate_ids(loaded.model, sources, dataclasses.replace(config, beam=beam), loaded.device)
+        result[f"{search}_sentences_per_s"] = len(sources) / (time.perf_counter() - start)
+    result["peak_memory"] = peak_memory_mb(loaded.device)
+    write_json(output, result)
     log.info(
         "%s: greedy %.1f, beam %.1f sentences/s",
         checkpoint_path,

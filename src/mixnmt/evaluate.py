@@ -4,7 +4,6 @@ sacreBLEU's paired bootstrap against a baseline, BLEU by source length, the scor
 from __future__ import annotations
 
 import bisect
-import json
 import logging
 import math
 from pathlib import Path
@@ -14,18 +13,12 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
 
 from mixnmt import MixnmtError
-from mixnmt.files import atomic_path, read_lines, write_text
+from mixnmt.files import read_json, read_lines, write_json, write_table, write_text
+from mixnmt.report import markdown_scores
 
 log = logging.getLogger(__name__)
 
 METRICS = {"bleu": BLEU, "chrf": CHRF, "ter": TER}  # sacreBLEU defaults: 13a, chrF2, tercom
-
-
-def read_json(path: Path) -> dict:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise MixnmtError(f"{path}: not a readable JSON file ({e})") from None
 
 
 def read_aligned(hypotheses: Path, references: Path) -> tuple[list[str], list[str]]:
@@ -36,11 +29,6 @@ def read_aligned(hypotheses: Path, references: Path) -> tuple[list[str], list[st
     return hyps, refs
 
 
-def write_table(path: Path, table: pd.DataFrame) -> None:
-    with atomic_path(path) as tmp:
-        table.to_csv(tmp, sep="\t", index=False)
-
-
 def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str) -> dict:
     """BLEU and chrF of one system on one test set, with the metric signatures, as JSON."""
     hyps, refs = read_aligned(hypotheses, references)
@@ -48,7 +36,7 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
     for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
         result[name] = round(metric.corpus_score(hyps, [refs]).score, 2)
         result[f"{name}_signature"] = str(metric.get_signature())
-    write_text(output, json.dumps(result, indent=2) + "\n")
+    write_json(output, result)
     log.info("%s %s: BLEU %.2f chrF %.2f", model, testset, result["bleu"], result["chrf"])
     return result
 
@@ -83,7 +71,7 @@ def significance(
         "signatures": {key: str(sig) for key, sig in zip(metrics, signatures.values())},
         "systems": rows,
     }
-    write_text(output, json.dumps(payload, indent=2) + "\n")
+    write_json(output, payload)
     return payload
 
 
@@ -160,51 +148,5 @@ def aggregate(
         nested.setdefault(row.testset, {})[row.model] = {
             k: float(getattr(row, k)) for k in numbers if not pd.isna(getattr(row, k))
         }
-    write_text(metrics, json.dumps(nested, indent=2) + "\n")
+    write_json(metrics, nested)
     return table
-
-
-def count(n: float) -> str:
-    """A parameter count for people: 7.6M, 54k."""
-    if pd.isna(n):
-        return ""
-    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
-
-
-def format_score(row: pd.Series, key: str) -> str:
-    """A metric as "score ± 95% interval (p=...)"; no p for the baseline itself."""
-    if pd.isna(row.get(f"{key}_ci")):
-        return f"{row[key]:.2f}"
-    p = row[f"{key}_p"]
-    return f"{row[key]:.2f} ± {row[f'{key}_ci']:.2f}" + ("" if pd.isna(p) else f" (p={p:.3f})")
-
-
-def display_scores(table: pd.DataFrame) -> pd.DataFrame:
-    """The score table as people read it: one formatted column per metric."""
-    return pd.DataFrame(
-        {
-            "test set": table.testset,
-            "model": table.model,
-            **{
-                name: [format_score(r, key) for _, r in table.iterrows()]
-                for key, name in (("bleu", "BLEU"), ("chrf", "chrF"), ("ter", "TER"))
-            },
-            "parameters": [count(n) for n in table.params],
-        }
-    )
-
-
-def signature_notes(tests: list[dict]) -> list[str]:
-    return [
-        f"Paired bootstrap against {t['baseline']} on {t['testset']}; signatures: "
-        + "; ".join(f"{k.upper()} {sig}" for k, sig in t["signatures"].items())
-        for t in tests
-    ]
-
-
-def markdown_scores(table: pd.DataFrame, tests: list[dict]) -> str:
-    """The score table as Markdown, followed by the sacreBLEU signatures."""
-    shown = display_scores(table)
-    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines) + "\n\n" + "\n\n".join(signature_notes(tests)) + "\n"

@@ -1,14 +1,18 @@
-"""File helpers: atomic writes, checksums and strict line reading."""
+"""File helpers: atomic writes, checksums, strict line reading, JSON and TSV files."""
 
 from __future__ import annotations
 
 import contextlib
 import gzip
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from mixnmt import MixnmtError
 
@@ -96,3 +100,27 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Atomically write `data`."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The contents of a JSON file; an unreadable file is an error naming it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise MixnmtError(f"{path}: not a readable JSON file ({e})") from None
+
+
+def write_json(path: str | os.PathLike, value: Any, indent: int | None = 2) -> None:
+    """Atomically write `value` as JSON (indented unless `indent` is None), newline-terminated."""
+    write_text(path, json.dumps(value, indent=indent) + "\n")
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """A tab-separated table with a header line."""
+    return pd.read_csv(path, sep="\t")
+
+
+def write_table(path: str | os.PathLike, table: pd.DataFrame) -> None:
+    """Atomically write `table` tab-separated, with a header line and no index."""
+    with atomic_path(path) as tmp:
+        table.to_csv(tmp, sep="\t", index=False)

@@ -1,10 +1,13 @@
 """The study's figures. One colour per model everywhere; axes labelled with units; every
-figure written as PNG (for the report) and SVG (for papers)."""
+figure written as PNG (for the report) and SVG (for papers). `FIGURES` declares each
+figure once: what it is drawn from, how, and where the report shows it; its caption is
+workflow/report/<name>.rst."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,33 +21,25 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from mixnmt.files import atomic_path  # noqa: E402
 
-# Okabe-Ito, safe for colour-blind readers; the five studied models keep theirs always.
-PALETTE = {
-    "rnn": "#E69F00",
-    "mixture": "#56B4E9",
-    "mixture2": "#0072B2",
-    "transformer": "#009E73",
-    "attention": "#D55E00",
-}
-SPARE = ["#CC79A7", "#000000", "#F0E442", "#999999"]
-ORDER = list(PALETTE)
+# Okabe-Ito without its yellow, safe for colour-blind readers; more models than colours
+# get evenly spaced colours of a perceptual map instead.
+OKABE_ITO = ["#E69F00", "#56B4E9", "#0072B2", "#009E73", "#D55E00", "#CC79A7", "#000000", "#999999"]
 
 plt.rcParams.update(
     {"figure.dpi": 110, "font.size": 10, "axes.spines.top": False, "axes.spines.right": False}
 )
 
 
-def color(model: str) -> str:
-    """The model's colour; other models get the spare colours by name."""
-    if model in PALETTE:
-        return PALETTE[model]
-    return SPARE[sum(map(ord, model)) % len(SPARE)]
-
-
-def ordered(models: Iterable[str]) -> list[str]:
-    """The studied models in the order of models.md, then any others by name."""
-    models = set(models)
-    return [m for m in ORDER if m in models] + sorted(models - set(ORDER))
+def palette(models: Iterable[str]) -> dict[str, str]:
+    """A distinct colour for each model, by position: every figure is drawn from inputs
+    listing all models in the config's order, so a model has one colour throughout."""
+    models = list(dict.fromkeys(models))
+    if len(models) <= len(OKABE_ITO):
+        return dict(zip(models, OKABE_ITO))
+    cmap = matplotlib.colormaps["turbo"]
+    return {
+        m: matplotlib.colors.to_hex(cmap(0.05 + 0.9 * i / (len(models) - 1))) for i, m in enumerate(models)
+    }
 
 
 def save(fig: Figure, png: Path) -> None:
@@ -84,11 +79,11 @@ def learning_curves(metrics: dict[str, pd.DataFrame]) -> Figure:
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharey="row", layout="constrained")
     unit = time_axis(pd.concat([m.seconds for m in metrics.values()]))[1]
     scale = {"s": 1, "min": 60, "h": 3600}[unit]
-    for model in ordered(metrics):
-        m = metrics[model]
+    colors = palette(metrics)
+    for model, m in metrics.items():
         for row, column in enumerate(("valid_loss", "valid_bleu")):
             for col, x in enumerate((m.epoch, m.seconds / scale)):
-                axes[row, col].plot(x, m[column], marker="o", ms=3, color=color(model), label=model)
+                axes[row, col].plot(x, m[column], marker="o", ms=3, color=colors[model], label=model)
     axes[0, 0].set_ylabel("validation loss (nats/token)")
     axes[1, 0].set_ylabel("validation BLEU (greedy)")
     for row in range(2):
@@ -98,8 +93,10 @@ def learning_curves(metrics: dict[str, pd.DataFrame]) -> Figure:
     return fig
 
 
-def bleu_by_length(table: pd.DataFrame) -> Figure:
+def bleu_by_length(lengths: pd.DataFrame) -> Figure:
     """BLEU per source-length bucket, one line per model, one panel per test set."""
+    table = lengths
+    colors = palette(table.model)
     testsets = list(dict.fromkeys(table.testset))
     fig, axes = plt.subplots(
         1, len(testsets), figsize=(5 * len(testsets), 4.5), squeeze=False, layout="constrained"
@@ -108,9 +105,9 @@ def bleu_by_length(table: pd.DataFrame) -> Figure:
         t = table[table.testset == testset]
         buckets = list(dict.fromkeys(t.bucket))
         counts = t.groupby("bucket", sort=False).sentences.first()
-        for model in ordered(t.model):
+        for model in dict.fromkeys(t.model):
             rows = t[t.model == model].set_index("bucket").reindex(buckets)
-            ax.plot(range(len(buckets)), rows.bleu, marker="o", color=color(model), label=model)
+            ax.plot(range(len(buckets)), rows.bleu, marker="o", color=colors[model], label=model)
         ax.set_xticks(range(len(buckets)), [f"{b}\n(n={counts[b]})" for b in buckets])
         ax.set_xlabel("source length (words)")
         ax.set_ylabel("BLEU")
@@ -219,10 +216,11 @@ def component_usage(analyses: list[dict[str, Any]]) -> Figure:
     rows = [(a, name, stats) for a in analyses for name, stats in a["components"].items()]
     if not rows:
         return empty("No mixture model in this experiment.")
+    colors = palette(a["model"] for a in analyses)
     fig, axes = plt.subplots(len(rows), 1, figsize=(9, 2.2 * len(rows)), squeeze=False, layout="constrained")
     for ax, (a, name, stats) in zip(axes[:, 0], rows):
         usage = np.asarray(stats["usage"])
-        bars = ax.bar(range(len(usage)), usage, color=color(a["model"]), width=0.8)
+        bars = ax.bar(range(len(usage)), usage, color=colors[a["model"]], width=0.8)
         bars[0].set_color("#444444")  # "stay"
         ax.set_ylabel("mean\nresponsibility")
         ax.set_title(
@@ -234,8 +232,10 @@ def component_usage(analyses: list[dict[str, Any]]) -> Figure:
     return fig
 
 
-def cost(table: pd.DataFrame) -> Figure:
+def cost(cost: pd.DataFrame) -> Figure:
     """BLEU against parameters and against training time, one point per model."""
+    table = cost
+    colors = palette(table.model)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
     hours, unit = time_axis(table.train_seconds)
     for ax, x, label in (
@@ -243,8 +243,27 @@ def cost(table: pd.DataFrame) -> Figure:
         (axes[1], hours, f"training time ({unit})"),
     ):
         for i, model in enumerate(table.model):
-            ax.scatter(x.iloc[i], table.bleu.iloc[i], s=60, color=color(model), label=model, zorder=3)
+            ax.scatter(x.iloc[i], table.bleu.iloc[i], s=60, color=colors[model], label=model, zorder=3)
             ax.annotate(model, (x.iloc[i], table.bleu.iloc[i]), xytext=(5, 5), textcoords="offset points")
         ax.set_xlabel(label)
     axes[0].set_ylabel(f"BLEU ({table.testset.iloc[0]})" if len(table) else "BLEU")
     return fig
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure of the study: figures/<name>.png and .svg, drawn by `mixnmt plot <name>`."""
+
+    draw: Callable[..., Figure]  # keyword arguments: the loaded inputs
+    inputs: tuple[str, ...]  # kinds of mixnmt.inputs.INPUTS
+    section: str  # the report section that shows it (mixnmt.report.SECTIONS)
+
+
+FIGURES: dict[str, FigureSpec] = {
+    "learning_curves": FigureSpec(learning_curves, ("metrics",), "curves"),
+    "bleu_by_length": FigureSpec(bleu_by_length, ("lengths",), "length"),
+    "alignments": FigureSpec(alignments, ("analyses",), "alignments"),
+    "responsibilities": FigureSpec(responsibilities, ("analyses",), "mixtures"),
+    "component_usage": FigureSpec(component_usage, ("analyses",), "mixtures"),
+    "cost": FigureSpec(cost, ("cost",), "cost"),
+}

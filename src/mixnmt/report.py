@@ -1,5 +1,6 @@
-"""The report a reader opens first: one self-contained HTML file (figures embedded) with
-the scores, every figure and its caption, the tables, the run manifests and the config."""
+"""What people read: the score table formatted (for report.html and scores.md), and the
+report a reader opens first, one self-contained HTML file (figures embedded) with the
+scores, every figure and its caption, the tables, the run manifests and the config."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mixnmt.evaluate import display_scores, read_json, signature_notes
-from mixnmt.files import write_text
+from mixnmt.files import read_json, read_table, write_text
+from mixnmt.tables import TABLES, table_html
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
@@ -28,20 +29,73 @@ pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 """
 
 
+def count(n: float) -> str:
+    """A parameter count for people: 7.6M, 54k."""
+    if pd.isna(n):
+        return ""
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
+
+
+def format_score(row: pd.Series, key: str) -> str:
+    """A metric as "score ± 95% interval (p=...)"; no p for the baseline itself."""
+    if pd.isna(row.get(f"{key}_ci")):
+        return f"{row[key]:.2f}"
+    p = row[f"{key}_p"]
+    return f"{row[key]:.2f} ± {row[f'{key}_ci']:.2f}" + ("" if pd.isna(p) else f" (p={p:.3f})")
+
+
+def display_scores(table: pd.DataFrame) -> pd.DataFrame:
+    """The score table as people read it: one formatted column per metric."""
+    return pd.DataFrame(
+        {
+            "test set": table.testset,
+            "model": table.model,
+            **{
+                name: [format_score(r, key) for _, r in table.iterrows()]
+                for key, name in (("bleu", "BLEU"), ("chrf", "chrF"), ("ter", "TER"))
+            },
+            "parameters": [count(n) for n in table.params],
+        }
+    )
+
+
+def signature_notes(tests: list[dict]) -> list[str]:
+    return [
+        f"Paired bootstrap against {t['baseline']} on {t['testset']}; signatures: "
+        + "; ".join(f"{k.upper()} {sig}" for k, sig in t["signatures"].items())
+        for t in tests
+    ]
+
+
+def markdown_scores(table: pd.DataFrame, tests: list[dict]) -> str:
+    """The score table as Markdown, followed by the sacreBLEU signatures."""
+    shown = display_scores(table)
+    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
+    return "\n".join(lines) + "\n\n" + "\n\n".join(signature_notes(tests)) + "\n"
+
+
+SECTIONS = {  # anchor -> title, in the order of the report; figures and tables name theirs
+    "scores": "Scores",
+    "length": "BLEU by source length",
+    "curves": "Learning curves",
+    "alignments": "Alignments",
+    "mixtures": "Mixture components",
+    "cost": "Size and cost",
+    "runs": "Runs",
+    "config": "Configuration",
+}
+
+
 @dataclass(frozen=True)
 class ReportInputs:
     scores: Path  # scores.tsv
     significance: list[Path]
     lengths: list[Path]
-    cost: Path
-    components: Path
     manifests: list[Path]
-    figures: dict[str, Path]  # name -> PNG (an SVG lies next to each)
+    figures: dict[str, Path]  # name -> PNG (an SVG lies next to each), for every figure of FIGURES
+    tables: dict[str, Path]  # name -> TSV, for every table of TABLES
     captions: Path  # folder of <name>.rst captions (plain paragraphs)
-
-
-def table_html(table: pd.DataFrame) -> str:
-    return table.to_html(index=False, border=0, float_format=lambda x: f"{x:.2f}", na_rep="")
 
 
 def caption(folder: Path, name: str) -> str:
@@ -59,78 +113,43 @@ def figure(path: Path, alt: str) -> str:
     )
 
 
-def components_html(table: pd.DataFrame, per_mixture: int = 12) -> str:
-    """The components that led most often, per mixture; the full table is in the TSV."""
-    parts = []
-    for (model, mixture), rows in table.groupby(["model", "mixture"], sort=False):
-        top = rows[rows.led > 0].sort_values("led", ascending=False).head(per_mixture)
-        parts.append(
-            f"<h3>{html.escape(model)}: {html.escape(mixture.replace('_', ' '))} "
-            f"(mean entropy {rows.entropy.iloc[0]:.2f} nats)</h3>"
-            + table_html(top[["component", "usage", "led", "top_tokens"]])
-        )
-    return "".join(parts) or "<p>No mixture model in this experiment.</p>"
-
-
 def write_report(output: Path, experiment: str, config: dict, inputs: ReportInputs) -> None:
-    scores = pd.read_csv(inputs.scores, sep="\t")
+    from mixnmt.plots import FIGURES  # matplotlib: not needed for the score formatting above
+
+    scores = read_table(inputs.scores)
     tests = [read_json(p) for p in inputs.significance]
-    lengths = pd.concat([pd.read_csv(p, sep="\t") for p in inputs.lengths])
-    cost = pd.read_csv(inputs.cost, sep="\t")
-    components = pd.read_csv(inputs.components, sep="\t")
+    lengths = pd.concat(map(read_table, inputs.lengths))
     manifests = [read_json(p) for p in inputs.manifests]
     commits = sorted(
         {str(m["git"]["commit"])[:10] + ("+dirty" if m["git"]["dirty"] else "") for m in manifests}
     )
-    fig = {name: figure(path, name.replace("_", " ")) for name, path in inputs.figures.items()}
-    cap = {name: caption(inputs.captions, name) for name in [*inputs.figures, "scores"]}
+    content = {section: "" for section in SECTIONS}
+    content["scores"] = (
+        caption(inputs.captions, "scores")
+        + table_html(display_scores(scores))
+        + "".join(f'<p class="note">{html.escape(n)}</p>' for n in signature_notes(tests))
+    )
+    for name, spec in FIGURES.items():
+        path = inputs.figures[name]
+        content[spec.section] += figure(path, name.replace("_", " ")) + caption(inputs.captions, name)
+    content["length"] += table_html(
+        lengths.pivot_table(
+            index=["testset", "bucket", "sentences"], columns="model", values="bleu", sort=False
+        )
+        .rename_axis(columns=None)
+        .reset_index()
+    )
+    for name, spec in TABLES.items():
+        content[spec.section] += spec.html(read_table(inputs.tables[name]))
+    content["runs"] = "".join(
+        f"<details><summary>{html.escape(m['model'])}: manifest</summary>"
+        f"<pre>{html.escape(json.dumps(m, indent=2))}</pre></details>"
+        for m in manifests
+    )
+    content["config"] = f"<pre>{html.escape(json.dumps(config, indent=2))}</pre>"
 
-    sections = [
-        (
-            "scores",
-            "Scores",
-            cap["scores"]
-            + table_html(display_scores(scores))
-            + "".join(f'<p class="note">{html.escape(n)}</p>' for n in signature_notes(tests)),
-        ),
-        (
-            "length",
-            "BLEU by source length",
-            fig["bleu_by_length"]
-            + cap["bleu_by_length"]
-            + table_html(
-                lengths.pivot_table(
-                    index=["testset", "bucket", "sentences"], columns="model", values="bleu", sort=False
-                )
-                .rename_axis(columns=None)
-                .reset_index()
-            ),
-        ),
-        ("curves", "Learning curves", fig["learning_curves"] + cap["learning_curves"]),
-        ("alignments", "Alignments", fig["alignments"] + cap["alignments"]),
-        (
-            "mixtures",
-            "Mixture components",
-            fig["responsibilities"]
-            + cap["responsibilities"]
-            + fig["component_usage"]
-            + cap["component_usage"]
-            + components_html(components),
-        ),
-        ("cost", "Size and cost", fig["cost"] + cap["cost"] + table_html(cost)),
-        (
-            "runs",
-            "Runs",
-            "".join(
-                f"<details><summary>{html.escape(m['model'])}: manifest</summary>"
-                f"<pre>{html.escape(json.dumps(m, indent=2))}</pre></details>"
-                for m in manifests
-            ),
-        ),
-        ("config", "Configuration", f"<pre>{html.escape(json.dumps(config, indent=2))}</pre>"),
-    ]
-    nav = "".join(f'<a href="#{anchor}">{title}</a>' for anchor, title, _ in sections)
-    body = "".join(f'<h2 id="{anchor}">{title}</h2>{content}' for anchor, title, content in sections)
+    nav = "".join(f'<a href="#{anchor}">{title}</a>' for anchor, title in SECTIONS.items())
+    body = "".join(f'<h2 id="{anchor}">{title}</h2>{content[anchor]}' for anchor, title in SECTIONS.items())
     page = (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>mixnmt: {html.escape(experiment)}</title><style>{STYLE}</style></head><body>"

@@ -10,7 +10,6 @@ and the final checkpoint is byte-identical to that of an uninterrupted run.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import random
@@ -31,7 +30,7 @@ from mixnmt import MixnmtError, checkpoint, determinism
 from mixnmt.batching import Batch, ParallelData, padding_fraction
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
-from mixnmt.files import sha256sum, write_lines, write_text
+from mixnmt.files import sha256sum, write_json, write_lines
 from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, resolve
@@ -44,23 +43,24 @@ METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The `train` section of the config (plus the global seed and step cap)."""
+    """The `train` section of the config plus the global seed and step cap (their values,
+    defaults included, live in the config and its schema)."""
 
-    max_tokens: int = 4096
-    epochs: int = 30
-    max_steps: int | None = None
-    lr: float = 7e-4
-    warmup: int = 1000
-    betas: tuple[float, float] = (0.9, 0.98)
-    weight_decay: float = 0.0
-    label_smoothing: float = 0.1
-    clip_norm: float = 1.0
-    seed: int = 1
-    deterministic: bool = True
-    bleu_sentences: int = 200  # validation sentences translated (greedy) for BLEU after each epoch
-    save_every: int = 500  # steps between resumable saves
-    average: int = 1  # also try the mean weights of the last `average` epochs; validation decides
-    compile: bool = False  # torch.compile the training forward pass (for GPUs)
+    max_tokens: int
+    epochs: int
+    max_steps: int | None
+    lr: float
+    warmup: int
+    betas: tuple[float, float]
+    weight_decay: float
+    label_smoothing: float
+    clip_norm: float
+    seed: int
+    deterministic: bool
+    bleu_sentences: int  # validation sentences translated (greedy) for BLEU after each epoch
+    save_every: int  # steps between resumable saves
+    average: int  # also try the mean weights of the last `average` epochs; validation decides
+    compile: bool  # torch.compile the training forward pass (for GPUs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
@@ -133,7 +133,10 @@ def validate(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.
 
 class ValidationBleu:
     """Corpus BLEU of greedy translations of the first validation sentences, against
-    their detokenised references: the learning curve's quality axis."""
+    their detokenised references: the learning curve's quality axis. Its decoding is
+    fixed, so that changing the `decode` settings never retrains a model."""
+
+    search = DecodeConfig(beam=1, length_penalty=1.0, max_len_a=1.5, max_len_b=10, batch_size=64)
 
     def __init__(self, data: ParallelData, tokenizer: Tokenizer, sentences: int, device: torch.device):
         self.sources, self.tokenizer, self.device = data.src[:sentences], tokenizer, device
@@ -143,7 +146,7 @@ class ValidationBleu:
         if not self.sources:
             return math.nan
         model.eval()
-        hypotheses = translate_ids(model, self.sources, DecodeConfig(beam=1), self.device)
+        hypotheses = translate_ids(model, self.sources, self.search, self.device)
         model.train()
         return BLEU().corpus_score(self.tokenizer.decode(hypotheses), [self.references]).score
 
@@ -371,9 +374,10 @@ def fit(
             save_state(files.state, trainer, fingerprint)
 
 
-def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles) -> None:
-    """Train `model_name` (resuming a saved state of the same run if there is one) and
-    write its best checkpoint, per-epoch metrics, and the run manifest."""
+def train(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles) -> None:
+    """Train model `name` of config entry `entry` (`models.<name>`), resuming a saved
+    state of the same run if there is one, and write its best checkpoint, per-epoch
+    metrics, and the run manifest."""
     determinism.setup(config.seed, config.deterministic)
     device = pick_device()
     src_tok, tgt_tok = Tokenizer(files.spm[0]), Tokenizer(files.spm[1])
@@ -383,18 +387,19 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
         "tgt": checkpoint.vocab_record(tgt_tok),
         "shared": shared,
     }
-    hparams = resolve(model_name, hparams)
-    model = build(model_name, hparams, len(src_tok), len(tgt_tok), shared).to(device)
+    arch, hparams = resolve(name, entry)
+    model = build(arch, hparams, len(src_tok), len(tgt_tok), shared).to(device)
     train_data, valid_data = ParallelData.load(*files.train), ParallelData.load(*files.valid)
     if not len(train_data) or not len(valid_data):
         raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
     n_params = sum(p.numel() for p in model.parameters())
-    log.info("%s: %d parameters on %s (autocast %s)", model_name, n_params, device, autocast_dtype(device))
+    log.info("%s: %d parameters on %s (autocast %s)", name, n_params, device, autocast_dtype(device))
 
     digests = {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]}
     settings = {k: v for k, v in asdict(config).items() if k != "save_every"}
     fingerprint = {
-        "model": model_name,
+        "model": name,
+        "arch": arch,
         "hparams": hparams,
         "train": settings,
         "vocab": vocab,
@@ -417,16 +422,17 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
         )
 
     valid_bleu = ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device)
-    fit(trainer, model_name, train_data, valid_data, valid_bleu, files, fingerprint)
+    fit(trainer, name, train_data, valid_data, valid_bleu, files, fingerprint)
 
     p = trainer.progress
     chosen = trainer.final_weights(valid_data)
-    checkpoint.save(files.checkpoint, model_name, hparams, model, vocab, params=n_params, **chosen)
+    checkpoint.save(files.checkpoint, name, arch, hparams, model, vocab, params=n_params, **chosen)
     peak = peak_memory_mb(device)
     run = manifest(
         digests,
         device,
-        model=model_name,
+        model=name,
+        arch=arch,
         params=n_params,
         hparams=hparams,
         train=asdict(config),
@@ -437,6 +443,6 @@ def train(model_name: str, hparams: dict, config: TrainConfig, files: TrainFiles
         peak_memory=peak,
     )
     write_metrics(files.metrics, p.rows)
-    write_text(files.manifest, json.dumps(run, indent=2) + "\n")
+    write_json(files.manifest, run)
     files.state.unlink(missing_ok=True)
-    log.info("%s: kept %s -> %s; peak memory %s", model_name, chosen, files.checkpoint, peak)
+    log.info("%s: kept %s -> %s; peak memory %s", name, chosen, files.checkpoint, peak)

@@ -5,13 +5,13 @@ rule lengths:
         systems=lambda w: systems(w.testset).values(),
     output:
         f"{OUT}/tables/lengths/{{testset}}.tsv",
-    params:
-        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
-        edges=config["analysis"]["length_buckets"],
     log:
         logged("lengths/{testset}"),
     conda:
         "../../envs/text.yaml"
+    params:
+        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
+        edges=config["analysis"]["length_buckets"],
     shell:
         "mixnmt lengths --testset {wildcards.testset:q} --sources {input.sources:q}"
         " --references {input.references:q} --edges {params.edges} --output {output:q}"
@@ -25,18 +25,20 @@ rule speed:
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
         f"{OUT}/speed/{{model}}.json",
-    params:
-        config=json.dumps(config["decode"]),
     log:
         logged("speed/{model}"),
+    conda:
+        "../../envs/torch.yaml"
     threads: 8
     resources:
         gpu=1,
         mem_mb=4000,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        config=json.dumps(config["decode"]),
+        hparams=hparams,
     shell:
-        "mixnmt speed --model {wildcards.model:q} --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        "mixnmt speed --model {wildcards.model:q} --hparams {params.hparams:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
         " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
 
 
@@ -48,46 +50,40 @@ rule analyse:
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
         f"{OUT}/analysis/{{model}}.json",
-    params:
-        sentences=config["analysis"]["sentences"],
     log:
         logged("analyse/{model}"),
+    conda:
+        "../../envs/torch.yaml"
     threads: 2
     resources:
         gpu=1,
         mem_mb=4000,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        sentences=config["analysis"]["sentences"],
+        hparams=hparams,
     shell:
-        "mixnmt analyse --model {wildcards.model:q} --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        "mixnmt analyse --model {wildcards.model:q} --hparams {params.hparams:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
         " --translation {input.translation:q} --sentences {params.sentences} --threads {threads}"
         " {input.source:q} {output:q} 2> {log:q}"
 
 
-rule cost_table:
-    input:
-        manifests=expand(f"{OUT}/train/{{model}}/manifest.json", model=MODELS),
-        speeds=expand(f"{OUT}/speed/{{model}}.json", model=MODELS),
-        scores=f"{OUT}/scores.tsv",
-    output:
-        f"{OUT}/tables/cost.tsv",
-    log:
-        logged("cost_table"),
-    conda:
-        "../../envs/text.yaml"
-    shell:
-        "mixnmt table cost --manifests {input.manifests:q} --speeds {input.speeds:q}"
-        " --scores {input.scores:q} --output {output:q} 2> {log:q}"
+# One rule per table of mixnmt.tables.TABLES (table_<name>).
+for name, spec in TABLES.items():
 
-
-rule components_table:
-    input:
-        expand(f"{OUT}/analysis/{{model}}.json", model=MODELS),
-    output:
-        f"{OUT}/tables/components.tsv",
-    log:
-        logged("components_table"),
-    conda:
-        "../../envs/text.yaml"
-    shell:
-        "mixnmt table components --analyses {input:q} --output {output:q} 2> {log:q}"
+    rule:
+        name:
+            f"table_{name}"
+        input:
+            **inputs_of(spec.inputs),
+        output:
+            table(name),
+        log:
+            logged(f"table/{name}"),
+        conda:
+            "../../envs/text.yaml"
+        params:
+            args=input_args(spec.inputs),
+            name=name,
+        shell:
+            "mixnmt table {params.name:q} {params.args:q} --output {output:q} 2> {log:q}"

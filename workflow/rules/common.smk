@@ -1,37 +1,35 @@
 """Config validation and the helpers that map config entries to files and arguments."""
 
 import json
+import os
 import re
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from mixnmt import MixnmtError
+from mixnmt.config import check
+from mixnmt.inputs import INPUTS
+from mixnmt.plots import FIGURES
+from mixnmt.tables import TABLES
 
 validate(config, "../schemas/config.schema.yaml")
-
-OUT = f"results/{config['experiment']}"
-SRC, TGT = config["src"], config["tgt"]
+try:
+    check(config)
+except MixnmtError as e:
+    raise WorkflowError(f"config: {e}") from None
 
 
 def config_error(key, message):
     raise WorkflowError(f"config: {key}: {message}")
 
 
-if config["dataset"] not in config["datasets"]:
-    config_error("dataset", f"{config['dataset']!r} is not one of datasets: {', '.join(config['datasets'])}")
-if SRC == TGT:
-    config_error("tgt", "must differ from src")
+OUT = f"results/{config['experiment']}"
+SRC, TGT = config["src"], config["tgt"]
 DATASET = config["datasets"][config["dataset"]]
 TESTSETS = list(DATASET["test"])
 SPLITS = {"train": DATASET["train"], "valid": DATASET["valid"], **DATASET["test"]}
-for _split, _files in SPLITS.items():
-    for _lang in (SRC, TGT):
-        if _lang not in _files:
-            _where = _split if _split in ("train", "valid") else f"test.{_split}"
-            config_error(f"datasets.{config['dataset']}.{_where}", f"has no {_lang!r} file")
 MODELS = list(config["models"])
-if config["analysis"]["baseline"] not in MODELS:
-    config_error("analysis.baseline", f"{config['analysis']['baseline']!r} is not one of models: {', '.join(MODELS)}")
 
 
 wildcard_constraints:
@@ -97,7 +95,11 @@ def spm_model(lang):
 
 def spm_training_text(wildcards):
     """Training text of the languages that share SentencePiece model `name`."""
-    return [f"{OUT}/corpus/train.{lang}" for lang in (SRC, TGT) if spm_name(lang) == wildcards.name]
+    return [
+        f"{OUT}/corpus/train.{lang}"
+        for lang in (SRC, TGT)
+        if spm_name(lang) == wildcards.name
+    ]
 
 
 # --- train and translate ------------------------------------------------------------
@@ -109,11 +111,13 @@ def ids(split, lang):
 
 def train_config(wildcards):
     """JSON of the training settings: the `train` section plus seed and step cap."""
-    return json.dumps({**config["train"], "seed": config["seed"], "max_steps": config["max_steps"]})
+    return json.dumps(
+        {**config["train"], "seed": config["seed"], "max_steps": config["max_steps"]}
+    )
 
 
 def hparams(wildcards):
-    """JSON of one model's hyperparameters (`models.<model>`)."""
+    """JSON of one model's config entry (`models.<model>`)."""
     return json.dumps(config["models"][wildcards.model] or {})
 
 
@@ -134,8 +138,44 @@ def named(paths):
 # --- analysis and report ------------------------------------------------------------
 
 FIRST_TEST = TESTSETS[0]  # speed, alignments and responsibilities are read on this one
-FIGURES = ["learning_curves", "bleu_by_length", "alignments", "responsibilities", "component_usage", "cost"]
+
+
+def per_model(pattern):
+    return expand(f"{OUT}/{pattern}", model=MODELS)
 
 
 def figure(name):
     return f"{OUT}/figures/{name}.png"
+
+
+def table(name):
+    return f"{OUT}/tables/{name}.tsv"
+
+
+INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.inputs)
+    "metrics": per_model("train/{model}/metrics.tsv"),
+    "manifests": per_model("train/{model}/manifest.json"),
+    "speeds": per_model("speed/{model}.json"),
+    "analyses": per_model("analysis/{model}.json"),
+    "lengths": [f"{OUT}/tables/lengths/{testset}.tsv" for testset in TESTSETS],
+    "scores": [f"{OUT}/scores.tsv"],
+    **{name: [table(name)] for name in TABLES},
+}
+
+
+def inputs_of(kinds):
+    """Named input files of a figure or table: {kind: files}."""
+    return {kind: INPUT_FILES[kind] for kind in kinds}
+
+
+def input_args(kinds):
+    """The `--<kind> FILE...` arguments of `mixnmt plot|table`, with MODEL=PATH for
+    per-model kinds (quote with :q in the shell command)."""
+    found = []
+    for kind in kinds:
+        files = INPUT_FILES[kind]
+        found += [
+            f"--{kind}",
+            *(named(dict(zip(MODELS, files))) if INPUTS[kind].per_model else files),
+        ]
+    return found

@@ -1,13 +1,13 @@
 rule download:
     output:
         "data/{dataset}/{file}",
-    params:
-        base=download_base,
-        sha256=pinned_sha256,
     log:
         logged("download/{dataset}/{file}"),
     conda:
         "../../envs/text.yaml"
+    params:
+        base=download_base,
+        sha256=pinned_sha256,
     shell:
         "mixnmt download {params.base:q} {output:q} --sha256 {params.sha256:q} 2> {log:q}"
 
@@ -19,12 +19,12 @@ rule prepare:
     output:
         src=f"{OUT}/corpus/{{split}}.{SRC}",
         tgt=f"{OUT}/corpus/{{split}}.{TGT}",
-    params:
-        filter=max_words,
     log:
         logged("prepare/{split}"),
     conda:
         "../../envs/text.yaml"
+    params:
+        filter=max_words,
     shell:
         "mixnmt prepare {input.src:q} {input.tgt:q} {output.src:q} {output.tgt:q} {params.filter}"
         " 2> {log:q}"

@@ -19,14 +19,14 @@ rule significance:
         systems=lambda w: systems(w.testset).values(),
     output:
         f"{OUT}/significance/{{testset}}.json",
-    params:
-        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
-        baseline=config["analysis"]["baseline"],
-        resamples=config["analysis"]["bootstrap"],
     log:
         logged("significance/{testset}"),
     conda:
         "../../envs/text.yaml"
+    params:
+        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
+        baseline=config["analysis"]["baseline"],
+        resamples=config["analysis"]["bootstrap"],
     shell:
         "mixnmt significance --testset {wildcards.testset:q} --references {input.references:q}"
         " --baseline {params.baseline:q} --resamples {params.resamples} --output {output:q}"
@@ -35,9 +35,11 @@ rule significance:
 
 rule aggregate:
     input:
-        scores=expand(f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS),
+        scores=expand(
+            f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS
+        ),
         significance=expand(f"{OUT}/significance/{{testset}}.json", testset=TESTSETS),
-        manifests=expand(f"{OUT}/train/{{model}}/manifest.json", model=MODELS),
+        manifests=per_model("train/{model}/manifest.json"),
     output:
         table=f"{OUT}/scores.tsv",
         markdown=f"{OUT}/scores.md",

@@ -3,13 +3,13 @@ rule spm_train:
         spm_training_text,
     output:
         f"{OUT}/spm/{{name}}.model",
-    params:
-        spm=config["spm"],
-        seed=config["seed"],
     log:
         logged("spm_train/{name}"),
     conda:
         "../../envs/text.yaml"
+    params:
+        spm=config["spm"],
+        seed=config["seed"],
     shell:
         "mixnmt spm-train --input {input:q} --model {output:q}"
         " --vocab-size {params.spm[vocab_size]} --model-type {params.spm[model_type]:q}"

@@ -7,18 +7,18 @@ rule train:
         checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
         metrics=f"{OUT}/train/{{model}}/metrics.tsv",
         manifest=f"{OUT}/train/{{model}}/manifest.json",
-    params:
-        hparams=hparams,
-        config=train_config,
-        state=f"{OUT}/train/{{model}}/resume.pt",  # survives a failed job: rerun to resume
     log:
         logged("train/{model}"),
+    conda:
+        "../../envs/torch.yaml"
     threads: 8
     resources:
         gpu=1,
         mem_mb=8000,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        hparams=hparams,
+        config=train_config,
+        state=f"{OUT}/train/{{model}}/resume.pt",  # survives a failed job: rerun to resume
     shell:
         "mixnmt train --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --config {params.config:q} --threads {threads}"

@@ -5,17 +5,17 @@ rule translate:
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
         f"{OUT}/translations/{{model}}/{{testset}}.txt",
-    params:
-        config=json.dumps(config["decode"]),
-        hparams=hparams,
     log:
         logged("translate/{model}/{testset}"),
+    conda:
+        "../../envs/torch.yaml"
     threads: 2
     resources:
         gpu=1,
         mem_mb=4000,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        config=json.dumps(config["decode"]),
+        hparams=hparams,
     shell:
         "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
         " --model {wildcards.model:q} --hparams {params.hparams:q}"

@@ -1,8 +1,18 @@
-"""The model registry: config name -> class. A new model is one module plus one line here."""
+"""The model registry: architecture name -> class. A new architecture is one module plus
+one line here; a variant of one is a config entry (`models.<name>: {arch: ..., ...}`).
+
+A class's hyperparameters are the annotated keyword-only arguments of its constructor:
+their defaults are the only defaults, and `entry_schema` turns them into the JSON schema
+that config entries are validated against.
+"""
 
 from __future__ import annotations
 
 import inspect
+import typing
+from typing import Any
+
+import jsonschema
 
 from mixnmt import MixnmtError
 from mixnmt.models.attention import Attention
@@ -20,29 +30,94 @@ REGISTRY: dict[str, type[Seq2Seq]] = {
     "attention": Attention,
 }
 
-__all__ = ["REGISTRY", "Seq2Seq", "State", "Weights", "build", "reorder", "resolve"]
+__all__ = [
+    "REGISTRY",
+    "Seq2Seq",
+    "State",
+    "Weights",
+    "architecture",
+    "build",
+    "defaults",
+    "entry_schema",
+    "reorder",
+    "resolve",
+]
 
-VOCABULARY_ARGS = {"src_vocab", "tgt_vocab", "shared_vocab"}
-
-
-def resolve(name: str, hparams: dict) -> dict:
-    """All hyperparameters of model `name`: the config's `models.<name>` over the defaults."""
-    if name not in REGISTRY:
-        raise MixnmtError(f"models.{name}: unknown model (expected one of {', '.join(REGISTRY)})")
-    params = inspect.signature(REGISTRY[name]).parameters
-    defaults = {k: p.default for k, p in params.items() if k not in VOCABULARY_ARGS}
-    for key in hparams:
-        if key not in defaults:
-            raise MixnmtError(
-                f"models.{name}.{key}: unknown hyperparameter (expected one of {', '.join(sorted(defaults))})"
-            )
-    return defaults | hparams
+JSON_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
 
-def build(name: str, hparams: dict, src_vocab: int, tgt_vocab: int, shared_vocab: bool) -> Seq2Seq:
-    """Instantiate model `name` with the hyperparameters of `models.<name>` in the config."""
-    hparams = resolve(name, hparams)
+def hyperparameters(arch: str) -> dict[str, inspect.Parameter]:
+    """The keyword-only constructor arguments of architecture `arch`."""
+    params = inspect.signature(REGISTRY[arch]).parameters.values()
+    return {p.name: p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def defaults(arch: str) -> dict[str, Any]:
+    """Every hyperparameter of `arch` with its default."""
+    return {name: p.default for name, p in hyperparameters(arch).items()}
+
+
+def _property_schema(hint: Any, default: Any) -> dict[str, Any]:
+    """JSON schema of one hyperparameter from its annotation (Annotated metadata are
+    JSON-schema keywords; a Literal is an enum)."""
+    schema: dict[str, Any] = {"default": default}
+    if typing.get_origin(hint) is typing.Annotated:
+        hint, *extras = typing.get_args(hint)
+        for extra in extras:
+            schema |= extra
+    if typing.get_origin(hint) is typing.Literal:
+        return schema | {"enum": list(typing.get_args(hint))}
+    return schema | {"type": JSON_TYPES[hint]}
+
+
+def entry_schema() -> dict[str, Any]:
+    """JSON schema of a `models:` entry: `arch` (the entry's name if absent) and that
+    architecture's hyperparameters, nothing else."""
+    branches = []
+    for arch, cls in REGISTRY.items():
+        hints = typing.get_type_hints(cls.__init__, include_extras=True)
+        properties = {
+            name: _property_schema(hints[name], p.default) for name, p in hyperparameters(arch).items()
+        }
+        branches.append(
+            {
+                "if": {"properties": {"arch": {"const": arch}}},
+                "then": {"properties": {"arch": True, **properties}, "additionalProperties": False},
+            }
+        )
+    return {
+        "type": "object",
+        "required": ["arch"],
+        "properties": {"arch": {"enum": list(REGISTRY)}},
+        "allOf": branches,
+    }
+
+
+def architecture(name: str, entry: dict | None) -> str:
+    """The architecture of config entry `models.<name>`: its `arch`, else its name."""
+    return (entry or {}).get("arch", name)
+
+
+def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
+    """The architecture and all hyperparameters of config entry `models.<name>` (its
+    values over the architecture's defaults), after checking them against the schema."""
+    entry = {"arch": architecture(name, entry), **(entry or {})}
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(entry_schema()).iter_errors(entry)
+    )
+    if error is not None:
+        where = ".".join(map(str, [f"models.{name}", *error.absolute_path]))
+        if error.validator == "additionalProperties":
+            allowed = ", ".join(["arch", *hyperparameters(entry["arch"])])
+            raise MixnmtError(f"{where}: {error.message} (expected one of {allowed})")
+        raise MixnmtError(f"{where}: {error.message}")
+    arch = entry.pop("arch")
+    return arch, defaults(arch) | entry
+
+
+def build(arch: str, hparams: dict, src_vocab: int, tgt_vocab: int, shared_vocab: bool) -> Seq2Seq:
+    """Instantiate architecture `arch` with complete hyperparameters (see `resolve`)."""
     try:
-        return REGISTRY[name](src_vocab=src_vocab, tgt_vocab=tgt_vocab, shared_vocab=shared_vocab, **hparams)
+        return REGISTRY[arch](src_vocab, tgt_vocab, shared_vocab, **hparams)
     except ValueError as e:
-        raise MixnmtError(f"models.{name}: {e}") from None
+        raise MixnmtError(f"models.{arch}: {e}") from None

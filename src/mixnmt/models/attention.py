@@ -14,25 +14,25 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
 from mixnmt.models.recurrent import BiGRU, DeepOutput
 from mixnmt.tokenize import PAD
 
 
 class Attention(Seq2Seq):
     analysis_axes = {"alignment": ("target", "source")}
-    static_state = frozenset({"h", "keys", "mask"})
 
     def __init__(
         self,
         src_vocab: int,
         tgt_vocab: int,
         shared_vocab: bool,
-        d_model: int = 256,
-        hidden: int = 512,
-        dropout: float = 0.2,
+        *,
+        d_model: PositiveInt = 256,
+        hidden: PositiveInt = 512,
+        dropout: Probability = 0.2,
     ):
-        super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
+        super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.encoder = BiGRU(d_model, hidden)
         self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
         self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
@@ -41,6 +41,10 @@ class Attention(Seq2Seq):
         self.cell = nn.GRUCell(d_model + 2 * hidden, hidden)
         self.predict = DeepOutput(hidden, 2 * hidden, d_model, dropout)
         self.drop = Dropout(dropout)
+
+    @property
+    def static_state(self) -> frozenset[str]:
+        return frozenset({"h", "keys", "mask"})
 
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -18,6 +18,12 @@ State = dict[str, Tensor]
 Weights = dict[str, Tensor]
 """Analysis weights by name (attention alignments, mixture responsibilities)."""
 
+# Types of hyperparameters: the registry turns a constructor's annotated keyword
+# arguments into the JSON schema of its config entries (the annotation's metadata are
+# JSON-schema keywords), so a model's signature is the one home of its hyperparameters.
+PositiveInt = Annotated[int, {"minimum": 1}]
+Probability = Annotated[float, {"minimum": 0, "exclusiveMaximum": 1}]
+
 
 class Seq2Seq(nn.Module, ABC):
     """An encoder-decoder over padded id tensors.
@@ -27,16 +33,12 @@ class Seq2Seq(nn.Module, ABC):
     `analyse` returns the weights models.md asks the figures to show.
     """
 
-    static_state: frozenset[str] = frozenset()
-    """Decoder-state entries that `step` passes on unchanged (per-sentence tensors such as
-    the encoder's keys): beam search never reorders them, as a sentence's beams share them."""
-
     analysis_axes: ClassVar[dict[str, tuple[str, ...]]] = {}
     """The weights `analyse` returns, each with its axes after the batch axis, named from
     "source", "target" (positions), "layer", "head" and "component" (mixture candidates);
     the last axis is the one each distribution sums over."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int, shared_vocab: bool):
+    def __init__(self, src_vocab: int, tgt_vocab: int, shared_vocab: bool, d_model: int):
         super().__init__()
         self.d_model = d_model
         self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=PAD)
@@ -44,6 +46,12 @@ class Seq2Seq(nn.Module, ABC):
         for embed in dict.fromkeys([self.tgt_embed, self.src_embed]):  # once if shared
             nn.init.normal_(embed.weight, std=d_model**-0.5)
             nn.init.zeros_(embed.weight[PAD])
+
+    @property
+    def static_state(self) -> frozenset[str]:
+        """Decoder-state entries that `step` passes on unchanged (per-sentence tensors such
+        as the encoder's keys): beam search never reorders them, as a sentence's beams share them."""
+        return frozenset()
 
     def embed(self, embedding: nn.Embedding, ids: Tensor) -> Tensor:
         """Embeddings scaled to unit variance per dimension: (..., d)."""

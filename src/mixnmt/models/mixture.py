@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
 from mixnmt.tokenize import PAD
 
 
@@ -54,56 +54,70 @@ class MixtureCell(nn.Module):
     """h_t = LN(u_t + Mix(u_t ; M)), u_t = h_{t-1} + x_t. The state is (h_{t-1},)."""
 
     order = 1
+    mixtures = ("responsibilities",)  # the names of the responsibilities `forward` returns
 
     def __init__(self, d: int, components: int, heads: int):
         super().__init__()
         self.mix = Mix(d, components, heads)
         self.norm = nn.LayerNorm(d)
 
-    def forward(self, state: tuple[Tensor, ...], x: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    def forward(self, state: tuple[Tensor, ...], x: Tensor) -> tuple[tuple[Tensor, ...], Weights]:
         u = state[0] + x
         update, pi = self.mix(u)
-        return (self.norm(u + update),), (pi,)
+        return (self.norm(u + update),), {"responsibilities": pi}
 
 
 def recur(
     cell: nn.Module, state: tuple[Tensor, ...], x: Tensor, mask: Tensor
-) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor, ...]]:
+) -> tuple[Tensor, tuple[Tensor, ...], Weights]:
     """Run `cell` over x (B, T, d); padded steps (mask False) leave the state unchanged.
 
     Returns the newest state at every step (B, T, d), the final state, and the
-    responsibilities (B, T, H, K+1) of each of the cell's mixtures, zero at padding.
+    responsibilities (B, T, H, K+1) of each of the cell's mixtures by name, zero at padding.
     """
-    outputs, responsibilities = [], []
+    outputs, responsibilities = [], {name: [] for name in cell.mixtures}
     for t in range(x.size(1)):
         new, pis = cell(state, x[:, t])
         keep = mask[:, t, None]  # (B, 1)
         state = tuple(torch.where(keep, n, old) for n, old in zip(new, state))
         outputs.append(state[0])
-        responsibilities.append(tuple(pi * keep[..., None] for pi in pis))
-    return torch.stack(outputs, 1), state, tuple(torch.stack(pis, 1) for pis in zip(*responsibilities))
+        for name, pi in pis.items():
+            responsibilities[name].append(pi * keep[..., None])
+    return (
+        torch.stack(outputs, 1),
+        state,
+        {name: torch.stack(pis, 1) for name, pis in responsibilities.items()},
+    )
+
+
+def mixture_axes(cell: type[nn.Module]) -> dict[str, tuple[str, ...]]:
+    """The analysis axes of an encoder and a decoder made of `cell`: one responsibility
+    tensor per mixture of the cell and side, e.g. "decoder_responsibilities"."""
+    return {
+        f"{side}_{name}": (position, "head", "component")
+        for side, position in (("encoder", "source"), ("decoder", "target"))
+        for name in cell.mixtures
+    }
 
 
 class Mixture(Seq2Seq):
     Cell: type[nn.Module] = MixtureCell
-    analysis_axes = {
-        "encoder_responsibilities": ("source", "head", "component"),
-        "decoder_responsibilities": ("target", "head", "component"),
-    }
+    analysis_axes = mixture_axes(MixtureCell)
 
     def __init__(
         self,
         src_vocab: int,
         tgt_vocab: int,
         shared_vocab: bool,
-        d_model: int = 512,
-        components: int = 64,
-        heads: int = 8,
-        dropout: float = 0.2,
+        *,
+        d_model: PositiveInt = 576,
+        components: PositiveInt = 64,
+        heads: PositiveInt = 8,
+        dropout: Probability = 0.2,
     ):
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
-        super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
+        super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.encoder = self.Cell(d_model, components, heads)
         self.decoder = self.Cell(d_model, components, heads)
         self.drop = Dropout(dropout)
@@ -112,7 +126,7 @@ class Mixture(Seq2Seq):
         zero = src.new_zeros(src.size(0), self.d_model, dtype=self.tgt_embed.weight.dtype)
         return (zero,) * self.encoder.order
 
-    def encode_with_weights(self, src: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    def encode_with_weights(self, src: Tensor) -> tuple[tuple[Tensor, ...], Weights]:
         """The encoder's last state and its responsibilities (B, S, H, K+1) per mixture."""
         x = self.drop(self.embed(self.src_embed, src))
         _, state, pis = recur(self.encoder, self.initial(src), x, source_mask(src))
@@ -125,7 +139,8 @@ class Mixture(Seq2Seq):
         logits = self.output(self.drop(h))
         if not keep_weights:
             return logits, {}
-        return logits, dict(zip(self.analysis_axes, enc_pis + dec_pis))  # encoder's, then decoder's
+        sides = {"encoder": enc_pis, "decoder": dec_pis}
+        return logits, {f"{side}_{name}": pi for side, pis in sides.items() for name, pi in pis.items()}
 
     def encode(self, src: Tensor) -> State:
         state, _ = self.encode_with_weights(src)

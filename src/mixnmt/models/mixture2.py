@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from mixnmt.models.mixture import Mix, Mixture
+from mixnmt.models.base import PositiveInt, Probability, Weights
+from mixnmt.models.mixture import Mix, Mixture, mixture_axes
 
 
 class SecondOrderCell(nn.Module):
     """One step of second-order mixture dynamics. The state is (h_{t-1}, h_{t-2})."""
 
     order = 2
+    mixtures = ("responsibilities_a", "responsibilities_b")
 
     def __init__(self, d: int, components: int, heads: int):
         super().__init__()
@@ -27,18 +29,38 @@ class SecondOrderCell(nn.Module):
         self.mix_b = Mix(d, components, heads)
         self.norm = nn.LayerNorm(d)
 
-    def forward(self, state: tuple[Tensor, ...], x: Tensor) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    def forward(self, state: tuple[Tensor, ...], x: Tensor) -> tuple[tuple[Tensor, ...], Weights]:
         h1, h2 = state
         u = h1 + x
         update_a, pi_a = self.mix_a(u)
         update_b, pi_b = self.mix_b(h2)
-        return (self.norm(u + update_a + update_b), h1), (pi_a, pi_b)
+        return (self.norm(u + update_a + update_b), h1), {
+            "responsibilities_a": pi_a,
+            "responsibilities_b": pi_b,
+        }
 
 
 class Mixture2(Mixture):
     Cell = SecondOrderCell
-    analysis_axes = {
-        f"{side}_responsibilities_{order}": (position, "head", "component")
-        for side, position in (("encoder", "source"), ("decoder", "target"))
-        for order in ("a", "b")
-    }
+    analysis_axes = mixture_axes(SecondOrderCell)
+
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        shared_vocab: bool,
+        *,
+        d_model: PositiveInt = 512,
+        components: PositiveInt = 64,
+        heads: PositiveInt = 8,
+        dropout: Probability = 0.2,
+    ):
+        super().__init__(
+            src_vocab,
+            tgt_vocab,
+            shared_vocab,
+            d_model=d_model,
+            components=components,
+            heads=heads,
+            dropout=dropout,
+        )

@@ -9,28 +9,31 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
 from mixnmt.models.recurrent import BiGRU, DeepOutput
 
 
 class RNN(Seq2Seq):
-    static_state = frozenset({"c"})
-
     def __init__(
         self,
         src_vocab: int,
         tgt_vocab: int,
         shared_vocab: bool,
-        d_model: int = 256,
-        hidden: int = 512,
-        dropout: float = 0.2,
+        *,
+        d_model: PositiveInt = 256,
+        hidden: PositiveInt = 512,
+        dropout: Probability = 0.2,
     ):
-        super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
+        super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.encoder = BiGRU(d_model, hidden)
         self.bridge = nn.Linear(2 * hidden, hidden)  # c = tanh(W [h_fwd_T ; h_bwd_1])
         self.decoder = nn.GRU(d_model + hidden, hidden, batch_first=True)  # reads [y_{t-1} ; c]
         self.predict = DeepOutput(hidden, hidden, d_model, dropout)
         self.drop = Dropout(dropout)
+
+    @property
+    def static_state(self) -> frozenset[str]:
+        return frozenset({"c"})
 
     def summary(self, src: Tensor) -> Tensor:
         """The fixed-length source vector c (B, H)."""

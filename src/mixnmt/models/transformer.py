@@ -17,7 +17,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mixnmt.models.base import Dropout, Seq2Seq, State, Weights, sinusoids, source_mask
+from mixnmt.models.base import (
+    Dropout,
+    PositiveInt,
+    Probability,
+    Seq2Seq,
+    State,
+    Weights,
+    sinusoids,
+    source_mask,
+)
 from mixnmt.tokenize import PAD
 
 
@@ -137,20 +146,24 @@ class Transformer(Seq2Seq):
         src_vocab: int,
         tgt_vocab: int,
         shared_vocab: bool,
-        d_model: int = 256,
-        heads: int = 4,
-        layers: int = 3,
-        ffn: int = 1024,
-        dropout: float = 0.1,
+        *,
+        d_model: PositiveInt = 256,
+        heads: PositiveInt = 4,
+        layers: PositiveInt = 3,
+        ffn: PositiveInt = 1024,
+        dropout: Probability = 0.1,
     ):
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
-        super().__init__(src_vocab, tgt_vocab, d_model, shared_vocab)
+        super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.encoder = nn.ModuleList(EncoderLayer(d_model, heads, ffn, dropout) for _ in range(layers))
         self.decoder = nn.ModuleList(DecoderLayer(d_model, heads, ffn, dropout) for _ in range(layers))
         self.enc_norm, self.dec_norm = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.static_state = frozenset({"mask", *(f"cross_{kv}{i}" for kv in "kv" for i in range(layers))})
         self.drop = Dropout(dropout)
+
+    @property
+    def static_state(self) -> frozenset[str]:
+        return frozenset({"mask", *(f"cross_{kv}{i}" for kv in "kv" for i in range(len(self.decoder)))})
 
     def embed_at(self, embedding: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
         """Scaled embeddings plus sinusoidal positions start, start+1, ...: (B, T, d)."""

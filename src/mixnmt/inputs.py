@@ -1,0 +1,48 @@
+"""The kinds of files the study's figures and tables are made from, and how each is read.
+
+A figure or table names the kinds it needs; `mixnmt plot` and `mixnmt table` take one
+option per kind (`--<kind>`), and the workflow maps each kind to its files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mixnmt.files import read_json, read_table
+
+
+@dataclass(frozen=True)
+class Input:
+    help: str
+    load: Callable[[Any], Any]  # the paths (or {model: path}) -> what a drawing or table takes
+    per_model: bool = False  # given as MODEL=PATH, one per model
+    single: bool = False  # exactly one file
+
+
+def _tables(paths: list[Path]) -> pd.DataFrame:
+    return pd.concat(map(read_table, paths), ignore_index=True)
+
+
+def _json(paths: list[Path] | dict[str, Path]) -> list[Any]:
+    return [read_json(p) for p in (paths.values() if isinstance(paths, dict) else paths)]
+
+
+INPUTS: dict[str, Input] = {
+    "metrics": Input(
+        "per-epoch training metrics, MODEL=metrics.tsv",
+        lambda paths: {model: read_table(p) for model, p in paths.items()},
+        per_model=True,
+    ),
+    "manifests": Input("training manifests, MODEL=manifest.json", _json, per_model=True),
+    "speeds": Input("decoding speeds, MODEL=speed.json", _json, per_model=True),
+    "analyses": Input("analysis weights, MODEL=analysis.json", _json, per_model=True),
+    "lengths": Input("BLEU-by-length tables, one per test set", _tables),
+    "scores": Input("the score table (scores.tsv)", read_table, single=True),
+    "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
+    "components": Input("the component table (tables/components.tsv)", read_table, single=True),
+}

@@ -1,0 +1,88 @@
+"""One home for every default: config.yaml and its schema for the pipeline's settings, the
+model constructors for hyperparameters. Nothing outside the registry lists the models."""
+
+from __future__ import annotations
+
+import copy
+import io
+import tokenize
+from pathlib import Path
+
+import pytest
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from conftest import CONFIG, ROOT
+from mixnmt import MixnmtError
+from mixnmt.config import check
+from mixnmt.models import REGISTRY
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+COLLECTIONS = {("models",), ("datasets",)}  # named members (models, datasets, test sets) are data
+
+
+def key_paths(node: dict, path: tuple = ()) -> list[tuple]:
+    """Every key of config.yaml, as a path, except the members of named collections."""
+    found = []
+    for key, value in node.items():
+        here = (*path, key)
+        named = path in COLLECTIONS or (len(path) == 3 and path[0] == "datasets" and path[2] == "test")
+        if not named:
+            found.append(here)
+        if isinstance(value, dict):
+            found += key_paths(value, here)
+    return found
+
+
+def schema_default(path: tuple):
+    import yaml
+
+    node = yaml.safe_load(SCHEMA.read_text())
+    for key in path:
+        node = node["properties"][key]
+    return node["default"]
+
+
+@pytest.mark.parametrize("path", key_paths(CONFIG), ids=".".join)
+def test_removing_a_key_fails_naming_it_or_falls_back_to_its_documented_default(path):
+    config = copy.deepcopy(CONFIG)
+    parent = config
+    for key in path[:-1]:
+        parent = parent[key]
+    del parent[path[-1]]
+    try:
+        validate(config, str(SCHEMA))
+        check(config)
+    except (WorkflowError, MixnmtError) as e:
+        assert f"'{path[-1]}'" in str(e) or f"{path[-1]}:" in str(e), str(e)
+        return
+    assert parent[path[-1]] == schema_default(path)  # the schema's default, the only one the code sees
+
+
+def test_config_yaml_is_valid_and_consistent():
+    config = copy.deepcopy(CONFIG)
+    validate(config, str(SCHEMA))
+    check(config)
+    assert config == CONFIG  # every key is set: no default was needed
+
+
+def string_literals(path: Path) -> list[tuple[int, str]]:
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return [(t.start[0], t.string) for t in tokens if t.type == tokenize.STRING]
+
+
+def test_no_roster_outside_the_registry():
+    """No string in the package (outside models/), the tests or the benchmarks is a model
+    name: they take the models from the config and the registry. The fixtures that
+    configure models (conftest.py, tiny.yaml) are where tests name them."""
+    names = set(REGISTRY)
+    quoted = {f"{q}{n}{q}" for n in names for q in ("'", '"')}
+    files = [
+        *(p for p in (ROOT / "src").rglob("*.py") if "models" not in p.parts),
+        *(p for p in (ROOT / "tests").rglob("*.py") if p.name != "conftest.py"),
+        *(ROOT / "benchmarks").rglob("*.py"),
+    ]
+    found = [
+        f"{p.relative_to(ROOT)}:{line}: {s}" for p in files for line, s in string_literals(p) if s in quoted
+    ]
+    assert found == []
