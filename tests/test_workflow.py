@@ -16,9 +16,9 @@ import yaml
 
 import tinydata
 from conftest import CONFIG, FAST, ROOT, TINY, TINY_MODELS
+from mixnmt.figures import FIGURES
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, resolve
-from mixnmt.plots import FIGURES
 from mixnmt.tables import TABLES
 
 MODELS = list(CONFIG["models"])

@@ -29,11 +29,6 @@ def _named_path(value: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
-def _summary(func) -> str:
-    """The first line of a function's docstring."""
-    return (func.__doc__ or "").strip().splitlines()[0]
-
-
 def _set_threads(threads: int | None) -> None:
     if threads:
         import torch
@@ -139,10 +134,11 @@ def cmd_table(a: argparse.Namespace) -> None:
 
 
 def cmd_plot(a: argparse.Namespace) -> None:
-    from mixnmt.plots import FIGURES, save
+    from mixnmt.figures import FIGURES
+    from mixnmt.plots import save
 
     figure = FIGURES[a.name]
-    save(figure.draw(**_load_inputs(a, figure.inputs)), a.output)
+    save(figure(**_load_inputs(a, figure.inputs)), a.output)
 
 
 def cmd_report(a: argparse.Namespace) -> None:
@@ -289,23 +285,19 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 
+    from mixnmt.figures import FIGURES
     from mixnmt.tables import TABLES
 
-    s = command("table", cmd_table, "build one of the study's tables (TSV)")
-    tables = s.add_subparsers(dest="name", required=True, metavar="TABLE")
-    for name, table in TABLES.items():
-        t = tables.add_parser(name, help=_summary(table.build), description=table.build.__doc__)
-        _add_inputs(t, table.inputs)
-        t.add_argument("--output", type=Path, required=True, help="TSV")
-
-    from mixnmt.plots import FIGURES
-
-    s = command("plot", cmd_plot, "draw one of the study's figures (PNG and SVG)")
-    figures = s.add_subparsers(dest="name", required=True, metavar="FIGURE")
-    for name, figure in FIGURES.items():
-        f = figures.add_parser(name, help=_summary(figure.draw), description=figure.draw.__doc__)
-        _add_inputs(f, figure.inputs)
-        f.add_argument("--output", type=Path, required=True, help="PNG; the SVG goes next to it")
+    for group, func, registry, help, output in (
+        ("table", cmd_table, TABLES, "build one of the study's tables", "TSV"),
+        ("plot", cmd_plot, FIGURES, "draw one of the study's figures", "PNG; the SVG goes next to it"),
+    ):
+        s = command(group, func, help)
+        members = s.add_subparsers(dest="name", required=True, metavar=group.upper())
+        for name, spec in registry.items():
+            m = members.add_parser(name, help=spec.help, description=spec.help)
+            _add_inputs(m, spec.inputs)
+            m.add_argument("--output", type=Path, required=True, help=output)
 
     s = command("report", cmd_report, "the self-contained HTML report")
     s.add_argument("--experiment", required=True)

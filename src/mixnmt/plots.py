@@ -1,13 +1,11 @@
 """The study's figures. One colour per model everywhere; axes labelled with units; every
-figure written as PNG (for the report) and SVG (for papers). `FIGURES` declares each
-figure once: what it is drawn from, how, and where the report shows it; its caption is
-workflow/report/<name>.rst."""
+figure written as PNG (for the report) and SVG (for papers). mixnmt.figures declares
+which figures the study has."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -248,22 +246,3 @@ def cost(cost: pd.DataFrame) -> Figure:
         ax.set_xlabel(label)
     axes[0].set_ylabel(f"BLEU ({table.testset.iloc[0]})" if len(table) else "BLEU")
     return fig
-
-
-@dataclass(frozen=True)
-class FigureSpec:
-    """A figure of the study: figures/<name>.png and .svg, drawn by `mixnmt plot <name>`."""
-
-    draw: Callable[..., Figure]  # keyword arguments: the loaded inputs
-    inputs: tuple[str, ...]  # kinds of mixnmt.inputs.INPUTS
-    section: str  # the report section that shows it (mixnmt.report.SECTIONS)
-
-
-FIGURES: dict[str, FigureSpec] = {
-    "learning_curves": FigureSpec(learning_curves, ("metrics",), "curves"),
-    "bleu_by_length": FigureSpec(bleu_by_length, ("lengths",), "length"),
-    "alignments": FigureSpec(alignments, ("analyses",), "alignments"),
-    "responsibilities": FigureSpec(responsibilities, ("analyses",), "mixtures"),
-    "component_usage": FigureSpec(component_usage, ("analyses",), "mixtures"),
-    "cost": FigureSpec(cost, ("cost",), "cost"),
-}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.tables import TABLES, table_html
 
@@ -114,8 +115,6 @@ def figure(path: Path, alt: str) -> str:
 
 
 def write_report(output: Path, experiment: str, config: dict, inputs: ReportInputs) -> None:
-    from mixnmt.plots import FIGURES  # matplotlib: not needed for the score formatting above
-
     scores = read_table(inputs.scores)
     tests = [read_json(p) for p in inputs.significance]
     lengths = pd.concat(map(read_table, inputs.lengths))

@@ -86,6 +86,10 @@ class Table:
     section: str  # the report section that shows it (mixnmt.report.SECTIONS)
     html: Callable[[pd.DataFrame], str] = table_html  # how report.html shows it
 
+    @property
+    def help(self) -> str:
+        return (self.build.__doc__ or "").strip().splitlines()[0]
+
 
 TABLES: dict[str, Table] = {
     "cost": Table(cost, ("manifests", "speeds", "scores"), "cost"),

@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from mixnmt import MixnmtError
 from mixnmt.config import check
 from mixnmt.inputs import INPUTS
-from mixnmt.plots import FIGURES
+from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
 
 validate(config, "../schemas/config.schema.yaml")

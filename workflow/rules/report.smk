@@ -1,4 +1,4 @@
-# One rule per figure of mixnmt.plots.FIGURES (plot_<figure>), so that each carries its
+# One rule per figure of mixnmt.figures.FIGURES (plot_<figure>), so that each carries its
 # own report caption, workflow/report/<figure>.rst.
 for name, spec in FIGURES.items():
 

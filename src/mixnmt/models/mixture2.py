@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from mixnmt.models.base import PositiveInt, Probability, Weights
+from mixnmt.models.base import Weights
 from mixnmt.models.mixture import Mix, Mixture, mixture_axes
 
 
@@ -44,23 +44,3 @@ class Mixture2(Mixture):
     Cell = SecondOrderCell
     analysis_axes = mixture_axes(SecondOrderCell)
 
-    def __init__(
-        self,
-        src_vocab: int,
-        tgt_vocab: int,
-        shared_vocab: bool,
-        *,
-        d_model: PositiveInt = 512,
-        components: PositiveInt = 64,
-        heads: PositiveInt = 8,
-        dropout: Probability = 0.2,
-    ):
-        super().__init__(
-            src_vocab,
-            tgt_vocab,
-            shared_vocab,
-            d_model=d_model,
-            components=components,
-            heads=heads,
-            dropout=dropout,
-        )

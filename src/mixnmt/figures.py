@@ -1,0 +1,43 @@
+"""The study's figures, each declared once: what it is drawn from (kinds of
+mixnmt.inputs.INPUTS), by which function of mixnmt.plots, and which section of the report
+shows it; its caption is workflow/report/<name>.rst. The CLI (`mixnmt plot <name>`), the
+workflow's rules and both reports follow this table. It imports no plotting library, so
+that reading it costs nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Figure:
+    """figures/<name>.png and .svg."""
+
+    help: str
+    draw: str  # the function of mixnmt.plots, called with the loaded inputs as keywords
+    inputs: tuple[str, ...]
+    section: str  # of mixnmt.report.SECTIONS
+
+    def __call__(self, **inputs: Any):
+        from mixnmt import plots
+
+        return getattr(plots, self.draw)(**inputs)
+
+
+FIGURES: dict[str, Figure] = {
+    "learning_curves": Figure(
+        "validation loss and BLEU per epoch and per second", "learning_curves", ("metrics",), "curves"
+    ),
+    "bleu_by_length": Figure("BLEU per source-length bucket", "bleu_by_length", ("lengths",), "length"),
+    "alignments": Figure(
+        "source x target attention on fixed sentences", "alignments", ("analyses",), "alignments"
+    ),
+    "responsibilities": Figure(
+        "step x component responsibilities on fixed sentences", "responsibilities", ("analyses",), "mixtures"
+    ),
+    "component_usage": Figure(
+        "mean responsibility of every mixture component", "component_usage", ("analyses",), "mixtures"
+    ),
+    "cost": Figure("BLEU against parameters and training time", "cost", ("cost",), "cost"),
+}
