@@ -13,9 +13,9 @@ of a process that only trains that model. The references, written out below in p
 PyTorch, are measured the same way, each at the size of the models it mirrors (those
 whose hyperparameters include its size arguments, and that attend to the source exactly
 when it does): `nn.Transformer`, and the textbook GRU encoder-decoders that step their
-decoder in a Python loop, without and with additive attention. Models whose decoder
-state grows with the prefix (a key/value cache) also decode without it. Each
-measurement runs in its own process, so peak RSS is its own.
+decoder in a Python loop, reading the source summary or attending to its states (additive
+scores). Models whose decoder state grows with the prefix (a key/value cache) also decode
+without it. Each measurement runs in its own process, so peak RSS is its own.
 Numbers, not tests: CI does not run this.
 """
 
@@ -77,15 +77,16 @@ class TorchTransformer(nn.Module):
 
 class GruLoop(nn.Module):
     """The textbook GRU encoder-decoder: a bidirectional nn.GRU encoder, and a decoder
-    nn.GRU fed one token at a time in a Python loop, optionally with additive attention."""
+    nn.GRU fed one token at a time in a Python loop, optionally attending to the source
+    states with additive scores (Bahdanau et al., 2015)."""
 
-    def __init__(self, d: int = 256, hidden: int = 512, attention: bool = False):
+    def __init__(self, d: int = 256, hidden: int = 512, attend: bool = False):
         super().__init__()
-        self.attention = attention
+        self.attend = attend
         self.embed = nn.Embedding(VOCAB, d, padding_idx=PAD)
         self.encoder = nn.GRU(d, hidden, batch_first=True, bidirectional=True)
         self.bridge = nn.Linear(2 * hidden, hidden)
-        self.decoder = nn.GRU(d + (2 * hidden if attention else 0), hidden, batch_first=True)
+        self.decoder = nn.GRU(d + (2 * hidden if attend else 0), hidden, batch_first=True)
         self.w, self.u, self.v = (
             nn.Linear(hidden, hidden),
             nn.Linear(2 * hidden, hidden),
@@ -99,7 +100,7 @@ class GruLoop(nn.Module):
         y, outputs = self.embed(tgt), []
         for t in range(tgt.size(1)):
             x = y[:, t : t + 1]
-            if self.attention:
+            if self.attend:
                 e = self.v(torch.tanh(self.w(s[0])[:, None] + self.u(h))).squeeze(-1)
                 a = e.masked_fill(src == PAD, -math.inf).softmax(-1)
                 x = torch.cat([x, torch.bmm(a[:, None], h)], dim=-1)
@@ -143,8 +144,8 @@ REFERENCES = {
     "GRU loop": Reference(
         lambda h: GruLoop(h["d_model"], h["hidden"]), frozenset({"d_model", "hidden"}), False
     ),
-    "GRU attention loop": Reference(
-        lambda h: GruLoop(h["d_model"], h["hidden"], attention=True), frozenset({"d_model", "hidden"}), True
+    "GRU attending loop": Reference(
+        lambda h: GruLoop(h["d_model"], h["hidden"], attend=True), frozenset({"d_model", "hidden"}), True
     ),
 }
 

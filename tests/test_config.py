@@ -15,7 +15,7 @@ from snakemake.utils import validate
 from conftest import CONFIG, ROOT
 from mixnmt import MixnmtError
 from mixnmt.config import check
-from mixnmt.models import REGISTRY
+from mixnmt.models import REGISTRY, defaults, hyperparameter_schemas, resolve
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 COLLECTIONS = {("models",), ("datasets",)}  # named members (models, datasets, test sets) are data
@@ -56,7 +56,13 @@ def test_removing_a_key_fails_naming_it_or_falls_back_to_its_documented_default(
     except (WorkflowError, MixnmtError) as e:
         assert f"'{path[-1]}'" in str(e) or f"{path[-1]}:" in str(e), str(e)
         return
-    assert parent[path[-1]] == schema_default(path)  # the schema's default, the only one the code sees
+    if path[0] == "models":  # a hyperparameter: its constructor's default, documented in the entry schema
+        arch, hparams = resolve(path[1], parent)
+        assert (
+            hparams[path[-1]] == defaults(arch)[path[-1]] == hyperparameter_schemas(arch)[path[-1]]["default"]
+        )
+    else:  # a setting with a default: the schema's, the only one the code sees
+        assert parent[path[-1]] == schema_default(path)
 
 
 def test_config_yaml_is_valid_and_consistent():

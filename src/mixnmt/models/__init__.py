@@ -39,6 +39,7 @@ __all__ = [
     "build",
     "defaults",
     "entry_schema",
+    "hyperparameter_schemas",
     "reorder",
     "resolve",
 ]
@@ -70,21 +71,25 @@ def _property_schema(hint: Any, default: Any) -> dict[str, Any]:
     return schema | {"type": JSON_TYPES[hint]}
 
 
+def hyperparameter_schemas(arch: str) -> dict[str, dict[str, Any]]:
+    """The JSON schema, default included, of each hyperparameter of `arch`."""
+    hints = typing.get_type_hints(REGISTRY[arch].__init__, include_extras=True)
+    return {name: _property_schema(hints[name], p.default) for name, p in hyperparameters(arch).items()}
+
+
 def entry_schema() -> dict[str, Any]:
     """JSON schema of a `models:` entry: `arch` (the entry's name if absent) and that
     architecture's hyperparameters, nothing else."""
-    branches = []
-    for arch, cls in REGISTRY.items():
-        hints = typing.get_type_hints(cls.__init__, include_extras=True)
-        properties = {
-            name: _property_schema(hints[name], p.default) for name, p in hyperparameters(arch).items()
+    branches = [
+        {
+            "if": {"properties": {"arch": {"const": arch}}},
+            "then": {
+                "properties": {"arch": True, **hyperparameter_schemas(arch)},
+                "additionalProperties": False,
+            },
         }
-        branches.append(
-            {
-                "if": {"properties": {"arch": {"const": arch}}},
-                "then": {"properties": {"arch": True, **properties}, "additionalProperties": False},
-            }
-        )
+        for arch in REGISTRY
+    ]
     return {
         "type": "object",
         "required": ["arch"],

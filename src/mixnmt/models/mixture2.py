@@ -43,4 +43,3 @@ class SecondOrderCell(nn.Module):
 class Mixture2(Mixture):
     Cell = SecondOrderCell
     analysis_axes = mixture_axes(SecondOrderCell)
-
