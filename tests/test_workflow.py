@@ -103,13 +103,6 @@ def test_dry_run_lists_every_stage(workdir):
     assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
 
 
-def test_lint_finds_nothing(workdir):
-    for overlay in (None, ROOT / "experiments" / "cpu.yaml", ROOT / "tests" / "tiny.yaml"):
-        result = snakemake(workdir, "--lint", *(["--configfile", str(overlay)] if overlay else []))
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
-
-
 def test_command_line_overrides(workdir):
     result = snakemake(workdir, "-n", "--config", "experiment=smoke", "mirror=/srv/mirror", "max_steps=5")
     assert result.returncode == 0, result.stderr
