@@ -8,7 +8,7 @@ from conftest import TINY_MODELS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.analysis import analyse
 from mixnmt.files import read_lines
-from mixnmt.models import REGISTRY
+from mixnmt.models import REGISTRY, architecture
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def weights_on(axis: str) -> list[str]:
     return [
         n
         for n, e in TINY_MODELS.items()
-        if any(a[-1] == axis for a in REGISTRY[e.get("arch", n)].analysis_axes.values())
+        if any(a[-1] == axis for a in REGISTRY[architecture(n, e)].analysis_axes.values())
     ]
 
 

@@ -18,7 +18,7 @@ import tinydata
 from conftest import CONFIG, FAST, ROOT, TINY, TINY_MODELS
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_lines
-from mixnmt.models import REGISTRY, resolve
+from mixnmt.models import REGISTRY, architecture, resolve
 from mixnmt.tables import TABLES
 
 MODELS = list(CONFIG["models"])
@@ -264,7 +264,7 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert read_lines(out / "translations" / model / "test_a.txt")[5] == ""  # the empty source line
         manifest = json.loads((out / "train" / model / "manifest.json").read_text())
         assert manifest["model"] == model and manifest["params"] > 0
-        assert manifest["arch"] == (entries.get(model) or {}).get("arch", model)
+        assert manifest["arch"] == architecture(model, entries.get(model))
         assert f"{manifest['params']} parameters" in (out / "logs" / "train" / f"{model}.log").read_text()
     variant = json.loads((out / "train" / f"{FAST}-variant" / "manifest.json").read_text())
     assert variant["arch"] == FAST and variant["hparams"]["dropout"] == 0.2

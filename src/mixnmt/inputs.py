@@ -28,8 +28,8 @@ def _tables(paths: list[Path]) -> pd.DataFrame:
     return pd.concat(map(read_table, paths), ignore_index=True)
 
 
-def _json(paths: list[Path] | dict[str, Path]) -> list[Any]:
-    return [read_json(p) for p in (paths.values() if isinstance(paths, dict) else paths)]
+def _json(paths: dict[str, Path]) -> list[Any]:
+    return [read_json(p) for p in paths.values()]
 
 
 INPUTS: dict[str, Input] = {

@@ -93,14 +93,13 @@ def learning_curves(metrics: dict[str, pd.DataFrame]) -> Figure:
 
 def bleu_by_length(lengths: pd.DataFrame) -> Figure:
     """BLEU per source-length bucket, one line per model, one panel per test set."""
-    table = lengths
-    colors = palette(table.model)
-    testsets = list(dict.fromkeys(table.testset))
+    colors = palette(lengths.model)
+    testsets = list(dict.fromkeys(lengths.testset))
     fig, axes = plt.subplots(
         1, len(testsets), figsize=(5 * len(testsets), 4.5), squeeze=False, layout="constrained"
     )
     for ax, testset in zip(axes[0], testsets):
-        t = table[table.testset == testset]
+        t = lengths[lengths.testset == testset]
         buckets = list(dict.fromkeys(t.bucket))
         counts = t.groupby("bucket", sort=False).sentences.first()
         for model in dict.fromkeys(t.model):
@@ -232,17 +231,16 @@ def component_usage(analyses: list[dict[str, Any]]) -> Figure:
 
 def cost(cost: pd.DataFrame) -> Figure:
     """BLEU against parameters and against training time, one point per model."""
-    table = cost
-    colors = palette(table.model)
+    colors = palette(cost.model)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
-    hours, unit = time_axis(table.train_seconds)
+    hours, unit = time_axis(cost.train_seconds)
     for ax, x, label in (
-        (axes[0], table.params / 1e6, "parameters (millions)"),
+        (axes[0], cost.params / 1e6, "parameters (millions)"),
         (axes[1], hours, f"training time ({unit})"),
     ):
-        for i, model in enumerate(table.model):
-            ax.scatter(x.iloc[i], table.bleu.iloc[i], s=60, color=colors[model], label=model, zorder=3)
-            ax.annotate(model, (x.iloc[i], table.bleu.iloc[i]), xytext=(5, 5), textcoords="offset points")
+        for i, model in enumerate(cost.model):
+            ax.scatter(x.iloc[i], cost.bleu.iloc[i], s=60, color=colors[model], label=model, zorder=3)
+            ax.annotate(model, (x.iloc[i], cost.bleu.iloc[i]), xytext=(5, 5), textcoords="offset points")
         ax.set_xlabel(label)
-    axes[0].set_ylabel(f"BLEU ({table.testset.iloc[0]})" if len(table) else "BLEU")
+    axes[0].set_ylabel(f"BLEU ({cost.testset.iloc[0]})" if len(cost) else "BLEU")
     return fig

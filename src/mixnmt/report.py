@@ -14,6 +14,7 @@ import pandas as pd
 
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
+from mixnmt.inputs import INPUTS
 from mixnmt.tables import TABLES, table_html
 
 STYLE = """
@@ -117,7 +118,7 @@ def figure(path: Path, alt: str) -> str:
 def write_report(output: Path, experiment: str, config: dict, inputs: ReportInputs) -> None:
     scores = read_table(inputs.scores)
     tests = [read_json(p) for p in inputs.significance]
-    lengths = pd.concat(map(read_table, inputs.lengths))
+    lengths = INPUTS["lengths"].load(inputs.lengths)
     manifests = [read_json(p) for p in inputs.manifests]
     commits = sorted(
         {str(m["git"]["commit"])[:10] + ("+dirty" if m["git"]["dirty"] else "") for m in manifests}

@@ -39,7 +39,7 @@ rule aggregate:
             f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS
         ),
         significance=expand(f"{OUT}/significance/{{testset}}.json", testset=TESTSETS),
-        manifests=per_model("train/{model}/manifest.json"),
+        manifests=INPUT_FILES["manifests"],
     output:
         table=f"{OUT}/scores.tsv",
         markdown=f"{OUT}/scores.md",

@@ -25,10 +25,10 @@ for name, spec in FIGURES.items():
 
 rule report:
     input:
-        scores=f"{OUT}/scores.tsv",
+        scores=INPUT_FILES["scores"],
         significance=expand(f"{OUT}/significance/{{testset}}.json", testset=TESTSETS),
-        lengths=expand(f"{OUT}/tables/lengths/{{testset}}.tsv", testset=TESTSETS),
-        manifests=per_model("train/{model}/manifest.json"),
+        lengths=INPUT_FILES["lengths"],
+        manifests=INPUT_FILES["manifests"],
         figures=[figure(name) for name in FIGURES],
         tables=[table(name) for name in TABLES],
         captions=[
