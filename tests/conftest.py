@@ -20,11 +20,45 @@ TINY_MODELS: dict[str, dict] = TINY["models"]  # small models of every architect
 FAST = "transformer"  # the tiny model that single-model tests train and decode: the quickest learner
 
 
+def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
+    """Every tiny model, and for those with knobs (enum and boolean hyperparameters, and
+    counts that may be 0) every combination of their settings, named like
+    "mixture[components=0,bidirectional=True,source=states]"."""
+    import itertools
+
+    from mixnmt.models import hyperparameter_schemas, resolve
+
+    variants = {}
+    for name, entry in models.items():
+        arch, hparams = resolve(name, entry)
+        settings = {}
+        for key, schema in hyperparameter_schemas(arch).items():
+            if "enum" in schema:
+                settings[key] = schema["enum"]
+            elif schema.get("type") == "boolean":
+                settings[key] = [True, False]
+            elif schema.get("type") == "integer" and schema.get("minimum") == 0:
+                settings[key] = [0, hparams[key]]
+        variants[name] = entry
+        for values in itertools.product(*settings.values()):
+            knobs = dict(zip(settings, values))
+            if any(hparams[k] != v for k, v in knobs.items()):
+                variants[f"{name}[{','.join(f'{k}={v}' for k, v in knobs.items())}]"] = {
+                    "arch": arch,
+                    **entry,
+                    **knobs,
+                }
+    return variants
+
+
+VARIANTS = knob_variants(TINY_MODELS)  # the models the contract tests hold to
+
+
 def tiny_model(name: str, vocab: int, seed: int = 0, **overrides):
     """(architecture, hyperparameters, model) of tiny model `name` (with `overrides`), in eval mode."""
     from mixnmt.models import build, resolve
 
-    arch, hparams = resolve(name, {**TINY_MODELS[name], **overrides})
+    arch, hparams = resolve(name, {**VARIANTS[name], **overrides})
     torch.manual_seed(seed)
     return arch, hparams, build(arch, hparams, vocab, vocab, shared_vocab=True).eval()
 

@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from conftest import FAST, TINY_MODELS, decode_config, tiny_model
+from conftest import FAST, TINY_MODELS, VARIANTS, decode_config, tiny_model
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import pad
 from mixnmt.decode import beam_search, greedy, next_logprobs, translate, translate_ids
@@ -25,7 +25,7 @@ def sources(vocab, n=6, seed=0):
     ]
 
 
-@pytest.mark.parametrize("name", TINY_MODELS)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_beam_of_one_is_greedy(name):
     model = model_for(name, 30)
     src = pad([s + [EOS] for s in sources(30)])
@@ -33,7 +33,7 @@ def test_beam_of_one_is_greedy(name):
     assert beam_search(model, src, config) == greedy(model, src, config)
 
 
-@pytest.mark.parametrize("name", TINY_MODELS)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_static_state_passes_through_steps_and_beams_need_not_reorder_it(name, monkeypatch):
     model = model_for(name, 30)
     if not model.static_state:

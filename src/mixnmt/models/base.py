@@ -22,6 +22,7 @@ Weights = dict[str, Tensor]
 # arguments into the JSON schema of its config entries (the annotation's metadata are
 # JSON-schema keywords), so a model's signature is the one home of its hyperparameters.
 PositiveInt = Annotated[int, {"minimum": 1}]
+NonNegativeInt = Annotated[int, {"minimum": 0}]
 Probability = Annotated[float, {"minimum": 0, "exclusiveMaximum": 1}]
 
 
@@ -37,6 +38,10 @@ class Seq2Seq(nn.Module, ABC):
     """The weights `analyse` returns, each with its axes after the batch axis, named from
     "source", "target" (positions), "layer", "head" and "component" (mixture candidates);
     the last axis is the one each distribution sums over."""
+
+    learned_components = 0
+    """On a "component" axis: candidate 0 is "stay", the next `learned_components` are
+    learned components, and any further ones are source positions."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, shared_vocab: bool, d_model: int):
         super().__init__()

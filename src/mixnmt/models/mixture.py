@@ -1,53 +1,89 @@
 """The mixture RNN encoder-decoder, section 2 of models.md.
 
-An RNN whose transition is a mixture model: the state attends over K+1 candidates,
-"stay" (itself) and K learned components, and moves by the responsibility-weighted
-mean of their values.
+An RNN whose transition is a mixture model: the state attends over candidates, "stay"
+(itself), K learned components and, with `source: states`, the encoder states, and
+moves by the responsibility-weighted mean of their values.
 
-    u_t  = h_{t-1} + x_t
-    g_t  = [u_t ; m_1 ; ... ; m_K]
-    pi_t = softmax((W_q u_t) . (W_k g_t)^T / sqrt(d_head))       (per head)
+    u_t  = h_{t-1} + x_t                              (+ W_c c      if source: summary)
+    g_t  = [u_t ; m_1 ; ... ; m_K]                    (+ e_1..e_S   if source: states)
+    pi_t = softmax((W_q u_t) . (W_k g_t)^T / sqrt(d_head))     (per head; padding masked)
     h_t  = LN(u_t + pi_t . (W_v g_t))
 
-The encoder hands its last state to the decoder: one vector, the same bottleneck as `rnn`.
+The encoder runs the cell over the source (both ways if `bidirectional`) and hands the
+decoder its summary c (the last states, joined and projected): h_0 = c. The keys and
+values of the components and of the encoder states are computed once per forward pass,
+not once per step.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
-from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
+from mixnmt.models.base import (
+    Dropout,
+    NonNegativeInt,
+    PositiveInt,
+    Probability,
+    Seq2Seq,
+    State,
+    Weights,
+    source_mask,
+)
 from mixnmt.tokenize import PAD
 
 
+@dataclass(frozen=True)
+class Memory:
+    """The candidates of a mixture beyond "stay", as keys and values: the learned
+    components (K, H, dh), shared by the batch, and optionally per-sentence source
+    states (B, S, H, dh) with their mask (B, S)."""
+
+    keys: Tensor
+    values: Tensor
+    source_keys: Tensor | None = None
+    source_values: Tensor | None = None
+    source_mask: Tensor | None = None
+
+
 class Mix(nn.Module):
-    """Mix(q ; M): attention of a query over [q ; M], K learned components, multi-head."""
+    """Mix(q ; M): attention of a query over [q ; M ; source states], multi-head."""
 
     def __init__(self, d: int, components: int, heads: int):
         super().__init__()
         self.heads = heads
-        self.components = nn.Parameter(torch.randn(components, d) * d**-0.5)  # m_1..m_K
+        # m_1..m_K at the states' scale: unit variance per coordinate, as after LN.
+        self.components = nn.Parameter(torch.randn(components, d))
         self.qkv = nn.Linear(d, 3 * d)  # W_q, W_k, W_v
 
-    def forward(self, q: Tensor) -> tuple[Tensor, Tensor]:
-        """Update pi . (W_v [q ; M]) (B, d) and responsibilities pi (B, H, K+1)."""
+    def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values (..., H, dh) of candidates x (..., d)."""
+        d = x.size(-1)
+        kv = nn.functional.linear(x, self.qkv.weight[d:], self.qkv.bias[d:])
+        return kv.unflatten(-1, (2, self.heads, d // self.heads)).unbind(-3)
+
+    def forward(self, q: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
+        """Update pi . (W_v g) (B, d) and responsibilities pi (B, H, 1+K[+S])."""
         b, d = q.shape
         h = self.heads
         query, k_self, v_self = self.qkv(q).view(b, 3, h, d // h).unbind(1)  # (B, H, dh) each
-        k_m, v_m = (
-            nn.functional.linear(self.components, self.qkv.weight[d:], self.qkv.bias[d:])
-            .view(-1, 2, h, d // h)
-            .unbind(1)
-        )  # (K, H, dh) each
-        scores = torch.cat(
-            [(query * k_self).sum(-1, keepdim=True), torch.einsum("bhd,khd->bhk", query, k_m)], dim=-1
-        ) / math.sqrt(d // h)  # (B, H, K+1)
-        pi = scores.softmax(-1)
-        update = pi[..., :1] * v_self + torch.einsum("bhk,khd->bhd", pi[..., 1:], v_m)  # (B, H, dh)
+        scores = [(query * k_self).sum(-1, keepdim=True), torch.einsum("bhd,khd->bhk", query, memory.keys)]
+        values = [v_self[:, :, None], memory.values.transpose(0, 1).expand(b, -1, -1, -1)]  # (B, H, n, dh)
+        if memory.source_keys is not None:
+            source = torch.einsum("bhd,bshd->bhs", query, memory.source_keys)
+            scores.append(source.masked_fill(~memory.source_mask[:, None], -math.inf))
+            values.append(memory.source_values.transpose(1, 2))
+        pi = (torch.cat(scores, -1) / math.sqrt(d // h)).softmax(-1)  # (B, H, 1+K[+S])
+        update = torch.einsum("bhn,bhnd->bhd", pi, torch.cat(values, 2))
         return update.reshape(b, d), pi
+
+
+Source = tuple[Tensor, Tensor, Tensor]
+"""Keys and values (B, S, H, dh) of the encoder states, and the source mask (B, S)."""
 
 
 class MixtureCell(nn.Module):
@@ -58,26 +94,36 @@ class MixtureCell(nn.Module):
 
     def __init__(self, d: int, components: int, heads: int):
         super().__init__()
-        self.mix = Mix(d, components, heads)
+        self.mixes = nn.ModuleList([Mix(d, components, heads)])
         self.norm = nn.LayerNorm(d)
 
-    def forward(self, state: tuple[Tensor, ...], x: Tensor) -> tuple[tuple[Tensor, ...], Weights]:
+    def memory(self, source: Source | None = None) -> tuple[Memory, ...]:
+        """Each mixture's candidates, computed once per forward pass; the source states
+        (if given) join the first mixture's."""
+        return tuple(
+            Memory(*mix.keys_values(mix.components), *(source if i == 0 and source else ()))
+            for i, mix in enumerate(self.mixes)
+        )
+
+    def forward(
+        self, state: tuple[Tensor, ...], x: Tensor, memory: tuple[Memory, ...]
+    ) -> tuple[tuple[Tensor, ...], Weights]:
         u = state[0] + x
-        update, pi = self.mix(u)
+        update, pi = self.mixes[0](u, memory[0])
         return (self.norm(u + update),), {"responsibilities": pi}
 
 
 def recur(
-    cell: nn.Module, state: tuple[Tensor, ...], x: Tensor, mask: Tensor
+    cell: nn.Module, state: tuple[Tensor, ...], x: Tensor, mask: Tensor, memory: tuple[Memory, ...]
 ) -> tuple[Tensor, tuple[Tensor, ...], Weights]:
     """Run `cell` over x (B, T, d); padded steps (mask False) leave the state unchanged.
 
     Returns the newest state at every step (B, T, d), the final state, and the
-    responsibilities (B, T, H, K+1) of each of the cell's mixtures by name, zero at padding.
+    responsibilities (B, T, H, n) of each of the cell's mixtures by name, zero at padding.
     """
     outputs, responsibilities = [], {name: [] for name in cell.mixtures}
     for t in range(x.size(1)):
-        new, pis = cell(state, x[:, t])
+        new, pis = cell(state, x[:, t], memory)
         keep = mask[:, t, None]  # (B, 1)
         state = tuple(torch.where(keep, n, old) for n, old in zip(new, state))
         outputs.append(state[0])
@@ -90,6 +136,14 @@ def recur(
     )
 
 
+def reverse_padded(x: Tensor, mask: Tensor) -> Tensor:
+    """Each sentence of x (B, S, d) reversed within its length; padding stays at the end."""
+    lengths = mask.sum(1, keepdim=True)  # (B, 1)
+    t = torch.arange(x.size(1), device=x.device)[None]  # (1, S)
+    index = torch.where(t < lengths, lengths - 1 - t, t)  # (B, S)
+    return x.gather(1, index[..., None].expand_as(x))
+
+
 def mixture_axes(cell: type[nn.Module]) -> dict[str, tuple[str, ...]]:
     """The analysis axes of an encoder and a decoder made of `cell`: one responsibility
     tensor per mixture of the cell and side, e.g. "decoder_responsibilities"."""
@@ -98,6 +152,14 @@ def mixture_axes(cell: type[nn.Module]) -> dict[str, tuple[str, ...]]:
         for side, position in (("encoder", "source"), ("decoder", "target"))
         for name in cell.mixtures
     }
+
+
+SOURCE_STATE = {
+    "initial": (),
+    "summary": ("context",),
+    "states": ("source_keys", "source_values", "source_mask"),
+}
+"""What the decoder keeps of the source besides h_0, by the knob `source`."""
 
 
 class Mixture(Seq2Seq):
@@ -111,31 +173,64 @@ class Mixture(Seq2Seq):
         shared_vocab: bool,
         *,
         d_model: PositiveInt = 576,
-        components: PositiveInt = 64,
+        components: NonNegativeInt = 64,
         heads: PositiveInt = 8,
+        bidirectional: bool = True,
+        source: Literal["initial", "summary", "states"] = "initial",
         dropout: Probability = 0.2,
     ):
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
-        self.encoder = self.Cell(d_model, components, heads)
+        self.learned_components, self.source = components, source
+        self.encoders = nn.ModuleList(self.Cell(d_model, components, heads) for _ in range(1 + bidirectional))
+        if bidirectional:  # c = LN(W [f_S ; b_1]) and e_j = LN(W [f_j ; b_j]), at the states' scale
+            self.bridge = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.LayerNorm(d_model))
         self.decoder = self.Cell(d_model, components, heads)
+        if source == "summary":
+            self.context = nn.Linear(d_model, d_model)  # W_c
         self.drop = Dropout(dropout)
 
-    def initial(self, src: Tensor) -> tuple[Tensor, ...]:
-        zero = src.new_zeros(src.size(0), self.d_model, dtype=self.tgt_embed.weight.dtype)
-        return (zero,) * self.encoder.order
+    @property
+    def static_state(self) -> frozenset[str]:
+        return frozenset(SOURCE_STATE[self.source])
 
-    def encode_with_weights(self, src: Tensor) -> tuple[tuple[Tensor, ...], Weights]:
-        """The encoder's last state and its responsibilities (B, S, H, K+1) per mixture."""
+    def encode_with_weights(self, src: Tensor) -> tuple[Tensor, Tensor, Weights]:
+        """The summary c (B, d), the encoder states e (B, S, d), and the responsibilities
+        (B, S, H, 1+K) of each mixture of the (forward) encoder."""
+        mask = source_mask(src)
         x = self.drop(self.embed(self.src_embed, src))
-        _, state, pis = recur(self.encoder, self.initial(src), x, source_mask(src))
-        return state, pis
+        zero = (x.new_zeros(x.size(0), self.d_model),) * self.decoder.order
+        forward = self.encoders[0]
+        states, last, pis = recur(forward, zero, x, mask, forward.memory())
+        if len(self.encoders) == 1:
+            return last[0], states, pis
+        backward = self.encoders[1]
+        reversed_states, first, _ = recur(backward, zero, reverse_padded(x, mask), mask, backward.memory())
+        summary = self.bridge(torch.cat([last[0], first[0]], -1))
+        return summary, self.bridge(torch.cat([states, reverse_padded(reversed_states, mask)], -1)), pis
+
+    def source_state(self, src: Tensor, summary: Tensor, states: Tensor) -> State:
+        """The decoder's view of the source beyond h_0 (SOURCE_STATE)."""
+        if self.source == "summary":
+            return {"context": self.context(summary)}  # W_c c (B, d)
+        if self.source == "states":
+            keys, values = self.decoder.mixes[0].keys_values(states)
+            return {"source_keys": keys, "source_values": values, "source_mask": source_mask(src)}
+        return {}
+
+    def decoder_memory(self, state: State) -> tuple[Memory, ...]:
+        source = tuple(state[name] for name in SOURCE_STATE["states"]) if self.source == "states" else None
+        return self.decoder.memory(source)
 
     def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
-        state, enc_pis = self.encode_with_weights(src)
-        y = self.drop(self.embed(self.tgt_embed, tgt))
-        h, _, dec_pis = recur(self.decoder, state, y, tgt != PAD)  # (B, T, d)
+        summary, states, enc_pis = self.encode_with_weights(src)
+        source = self.source_state(src, summary, states)
+        x = self.drop(self.embed(self.tgt_embed, tgt))  # (B, T, d)
+        if "context" in source:
+            x = x + source["context"][:, None]
+        h0 = (summary,) * self.decoder.order
+        h, _, dec_pis = recur(self.decoder, h0, x, tgt != PAD, self.decoder_memory(source))  # (B, T, d)
         logits = self.output(self.drop(h))
         if not keep_weights:
             return logits, {}
@@ -143,10 +238,12 @@ class Mixture(Seq2Seq):
         return logits, {f"{side}_{name}": pi for side, pis in sides.items() for name, pi in pis.items()}
 
     def encode(self, src: Tensor) -> State:
-        state, _ = self.encode_with_weights(src)
-        return {f"h{i}": h for i, h in enumerate(state)}
+        summary, states, _ = self.encode_with_weights(src)
+        return {f"h{i}": summary for i in range(self.decoder.order)} | self.source_state(src, summary, states)
 
     def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
-        previous = tuple(state[f"h{i}"] for i in range(len(state)))
-        new, _ = self.decoder(previous, self.drop(self.embed(self.tgt_embed, y)))
-        return self.output(self.drop(new[0])), {f"h{i}": h for i, h in enumerate(new)}
+        previous = tuple(state[f"h{i}"] for i in range(self.decoder.order))
+        x = self.drop(self.embed(self.tgt_embed, y)) + state.get("context", 0)
+        new, _ = self.decoder(previous, x, self.decoder_memory(state))
+        kept = {name: state[name] for name in SOURCE_STATE[self.source]}
+        return self.output(self.drop(new[0])), {f"h{i}": h for i, h in enumerate(new)} | kept
