@@ -68,7 +68,7 @@ def train_config(**overrides):
     from mixnmt.train import TrainConfig
 
     return TrainConfig(
-        **{**CONFIG["train"], "seed": CONFIG["seed"], "max_steps": CONFIG["max_steps"], **overrides}
+        **{**CONFIG["train"], "seed": CONFIG["seeds"][0], "max_steps": CONFIG["max_steps"], **overrides}
     )
 
 

@@ -27,38 +27,69 @@ def rounded(t: Tensor) -> list:
     return torch.round(t.float(), decimals=4).tolist()
 
 
-class ComponentUsage:
-    """Running statistics of one responsibility tensor over a test set."""
+def mixtures(model: Seq2Seq) -> list[str]:
+    """The model's responsibility tensors: analysis weights over mixture candidates."""
+    return [name for name, axes in model.analysis_axes.items() if axes[-1] == "component"]
 
-    def __init__(self) -> None:
-        self.mass: Tensor | None = None  # summed responsibility per component
+
+class ComponentUsage:
+    """Running statistics of one responsibility tensor over a data set. Its candidates
+    are "stay", the model's `learned` components and, if the mixture reads them, the
+    source positions, whose mass is counted as one candidate, "source"."""
+
+    def __init__(self, learned: int) -> None:
+        self.learned = learned
+        self.mass: Tensor | None = None  # summed responsibility per candidate
         self.entropy = 0.0  # summed entropy (nats) of every head's distribution
         self.steps = 0
         self.heads = 1
-        self.tokens: dict[int, Counter] = {}  # component -> tokens read when it led
+        self.tokens: dict[int, Counter] = {}  # candidate -> tokens read when it led
 
     def add(self, pi: Tensor, read: Tensor) -> None:
-        """pi (B, steps, H, K+1), zero at padding; read (B, steps): the token read at each step."""
+        """pi (B, steps, H, n), zero at padding; read (B, steps): the token read at each step."""
         real = read != PAD
-        p = pi[real]  # (N, H, K+1)
+        p = pi[real].float()  # (N, H, n)
+        self.entropy += float(-(p * p.clamp_min(1e-12).log()).sum())
+        if p.size(-1) > 1 + self.learned:  # fold the source positions into one candidate
+            p = torch.cat([p[..., : 1 + self.learned], p[..., 1 + self.learned :].sum(-1, keepdim=True)], -1)
         self.heads = p.size(1)
         self.mass = p.sum((0, 1)) if self.mass is None else self.mass + p.sum((0, 1))
-        self.entropy += float(-(p * p.clamp_min(1e-12).log()).sum())
         self.steps += p.size(0)
-        leader = p.mean(1).argmax(-1)  # the component with most head-averaged mass, per step
-        for component, token in zip(leader.tolist(), read[real].tolist()):
-            self.tokens.setdefault(component, Counter())[token] += 1
+        leader = p.mean(1).argmax(-1)  # the candidate with most head-averaged mass, per step
+        for candidate, token in zip(leader.tolist(), read[real].tolist()):
+            self.tokens.setdefault(candidate, Counter())[token] += 1
+
+    def usage(self) -> Tensor:
+        """Mean responsibility of each candidate."""
+        return self.mass / (self.steps * self.heads)
+
+    def split(self) -> dict[str, float]:
+        """Mean mass on stay, on the learned components and on the source, and the
+        effective number of candidates used: exp of the entropy of the mean usage."""
+        usage = self.usage()
+        source = float(usage[1 + self.learned :].sum())
+        entropy = -(usage * usage.clamp_min(1e-12).log()).sum()
+        return {
+            "stay": float(usage[0]),
+            "learned": float(usage[1 : 1 + self.learned].sum()),
+            "source": source,
+            "effective": float(entropy.exp()),
+        }
 
     def summary(self, tokenizer: Tokenizer) -> dict[str, Any]:
-        """Mean usage of "stay" (0) and each component, mean entropy, how many steps each
-        component led, and the tokens it led on most."""
+        """Mean usage of "stay" (0), each component and the source (last, if read), the
+        split of `split`, mean entropy, how many steps each candidate led, and the tokens
+        it led on most."""
         top = {}
-        for component, counts in sorted(self.tokens.items()):
+        for candidate, counts in sorted(self.tokens.items()):
             tokens, n = zip(*counts.most_common(TOP_TOKENS))
-            top[str(component)] = [list(pair) for pair in zip(tokenizer.pieces(tokens), n)]
+            top[str(candidate)] = [list(pair) for pair in zip(tokenizer.pieces(tokens), n)]
+        used = bool(self.steps)
         return {
-            "usage": rounded(self.mass / (self.steps * self.heads)) if self.steps else [],
-            "entropy": self.entropy / (self.steps * self.heads) if self.steps else None,
+            "usage": rounded(self.usage()) if used else [],
+            "learned": self.learned,
+            **(self.split() if used else {}),
+            "entropy": self.entropy / (self.steps * self.heads) if used else None,
             "steps": self.steps,
             "led": {str(k): sum(counts.values()) for k, counts in sorted(self.tokens.items())},
             "top_tokens": top,
@@ -71,8 +102,8 @@ def component_usage(
 ) -> dict[str, dict[str, Any]]:
     """Usage, entropy and favourite tokens of every responsibility tensor the model has;
     `tokenizers` maps "source" and "target" to the tokenizer of that side."""
-    names = [k for k, axes in model.analysis_axes.items() if axes[-1] == "component"]
-    usage = {name: ComponentUsage() for name in names}
+    names = mixtures(model)
+    usage = {name: ComponentUsage(model.learned_components) for name in names}
     for indices in data.batches(max_tokens=8192) if names else []:
         batch = data.collate(indices).to(device)
         weights = model.analyse(batch.src, batch.tgt_in)
@@ -90,15 +121,18 @@ def analyse(
     spm_files: tuple[Path, Path],
     source_ids: Path,
     translation: Path,
+    references: Path,
     sentences: list[int],
     output: Path,
 ) -> dict[str, Any]:
-    """Analysis weights of the model on `sentences` (indices into the test set) and, for
-    mixtures, component usage over the whole test set, as JSON."""
+    """Analysis weights of the model on `sentences` (indices into the test set), with
+    their source, reference and translation text (the sample translations), and for
+    mixtures component usage over the whole test set, as JSON."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
     model, src_tok, tgt_tok, device = loaded.model, loaded.source, loaded.target, loaded.device
     sources = read_ids(source_ids)
-    targets = tgt_tok.encode(read_lines(translation))
+    translations, reference_lines = read_lines(translation), read_lines(references)
+    targets = tgt_tok.encode(translations)
     if len(sources) != len(targets):
         raise MixnmtError(f"{translation} has {len(targets)} lines but {source_ids} has {len(sources)}")
     for i in sentences:
@@ -113,6 +147,11 @@ def analyse(
         shown.append(
             {
                 "index": i,
+                "text": {
+                    "source": src_tok.decode([sources[i]])[0],
+                    "reference": reference_lines[i],
+                    "translation": translations[i],
+                },
                 "source": src_tok.pieces(batch.src[0].tolist()),
                 "target": tgt_tok.pieces(batch.tgt_out[0].tolist()),  # what each step predicts
                 "weights": {name: rounded(w[0]) for name, w in weights.items()},

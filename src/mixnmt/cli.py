@@ -29,6 +29,14 @@ def _named_path(value: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
+def _pair(value: str) -> tuple[str, str]:
+    """An A:B contrast argument."""
+    a, sep, b = value.partition(":")
+    if not sep or not a or not b:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected A:B (two model names)")
+    return a, b
+
+
 def _set_threads(threads: int | None) -> None:
     if threads:
         import torch
@@ -89,25 +97,40 @@ def cmd_translate(a: argparse.Namespace) -> None:
 def cmd_score(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import score
 
-    score(a.hypotheses, a.references, a.output, a.model, a.testset)
+    score(a.hypotheses, a.references, a.output, a.model, a.testset, a.seed)
 
 
 def cmd_aggregate(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import aggregate
 
-    aggregate(a.scores, a.significance, a.manifests, a.output, a.markdown, a.metrics)
+    aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.markdown, a.metrics)
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import significance
 
-    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.output)
+    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.seed, a.output)
+
+
+def cmd_contrasts(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import contrasts
+
+    contrasts(a.references, dict(a.systems), a.pairs, a.resamples, a.testset, a.seed, a.output)
 
 
 def cmd_lengths(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import bleu_by_length
 
-    bleu_by_length(a.sources, a.references, dict(a.systems), a.edges, a.testset, a.output)
+    bleu_by_length(a.sources, a.references, dict(a.systems), a.edges, a.resamples, a.testset, a.output)
+
+
+def cmd_reliance(a: argparse.Namespace) -> None:
+    from mixnmt.reliance import source_reliance
+
+    _set_threads(a.threads)
+    source_reliance(
+        a.model, a.hparams, a.checkpoint, tuple(a.spm), tuple(a.valid), a.seed, a.max_tokens, a.output
+    )
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
@@ -122,7 +145,17 @@ def cmd_analyse(a: argparse.Namespace) -> None:
     from mixnmt.analysis import analyse
 
     _set_threads(a.threads)
-    analyse(a.model, a.hparams, a.checkpoint, tuple(a.spm), a.input, a.translation, a.sentences, a.output)
+    analyse(
+        a.model,
+        a.hparams,
+        a.checkpoint,
+        tuple(a.spm),
+        a.input,
+        a.translation,
+        a.references,
+        a.sentences,
+        a.output,
+    )
 
 
 def cmd_table(a: argparse.Namespace) -> None:
@@ -229,9 +262,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path)
     s.add_argument("output", type=Path)
 
-    s = command("score", cmd_score, "BLEU and chrF of a translation against its references")
+    s = command("score", cmd_score, "BLEU, chrF and lowercased BLEU of a translation against its references")
     s.add_argument("--model", required=True)
     s.add_argument("--testset", required=True)
+    s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
     s.add_argument("hypotheses", type=Path)
     s.add_argument("references", type=Path)
     s.add_argument("output", type=Path)
@@ -240,6 +274,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--scores", type=Path, nargs="+", required=True, help="JSON files of `mixnmt score`")
     s.add_argument("--significance", type=Path, nargs="+", required=True, help="`mixnmt significance` files")
     s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
+    s.add_argument("--reliance", type=Path, nargs="*", default=[], help="`mixnmt reliance` tables")
     s.add_argument("--output", type=Path, required=True, help="TSV")
     s.add_argument("--markdown", type=Path, required=True, help="the same table as Markdown")
     s.add_argument("--metrics", type=Path, required=True, help="the numbers as JSON, for `dvc metrics`")
@@ -249,6 +284,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--baseline", required=True, help="name of the baseline system")
     s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
+    s.add_argument("--output", type=Path, required=True)
+    s.add_argument(
+        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
+    )
+
+    s = command("contrasts", cmd_contrasts, "paired bootstrap of each contrast A:B (B against A)")
+    s.add_argument("--testset", required=True)
+    s.add_argument("--references", type=Path, required=True)
+    s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
+    s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
     s.add_argument("--output", type=Path, required=True)
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
@@ -259,6 +306,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--sources", type=Path, required=True, help="source text")
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
+    s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
     s.add_argument("--output", type=Path, required=True)
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
@@ -274,12 +322,24 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 
+    s = command("reliance", cmd_reliance, "validation loss with the true against a shuffled source")
+    s.add_argument("--model", required=True, metavar="NAME")
+    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
+    s.add_argument("--checkpoint", type=Path, required=True)
+    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
+    s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
+    s.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per batch")
+    s.add_argument("--threads", type=int)
+    s.add_argument("output", type=Path, help="TSV")
+
     s = command("analyse", cmd_analyse, "alignments and mixture responsibilities of a model")
     s.add_argument("--model", required=True, metavar="NAME")
     s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
     s.add_argument("--translation", type=Path, required=True, help="the model's translation of INPUT")
+    s.add_argument("--references", type=Path, required=True, help="the reference text of INPUT")
     s.add_argument("--sentences", type=int, nargs="+", required=True, help="indices of sentences to show")
     s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path, help="source ids")

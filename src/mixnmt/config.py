@@ -10,6 +10,11 @@ from mixnmt import MixnmtError
 from mixnmt.models import resolve
 
 
+def selected(config: dict[str, Any]) -> list[str]:
+    """The models this experiment trains: `only`, or every entry of `models`."""
+    return list(config["only"] or config["models"])
+
+
 def check(config: dict[str, Any]) -> None:
     """Raise MixnmtError, naming the key, on the first inconsistency of a schema-valid config."""
     if config["dataset"] not in config["datasets"]:
@@ -27,8 +32,19 @@ def check(config: dict[str, Any]) -> None:
                 raise MixnmtError(f"datasets.{config['dataset']}.{where}: has no {lang!r} file")
     for name, entry in config["models"].items():
         resolve(name, entry)
+    for i, name in enumerate(config["only"] or []):
+        if name not in config["models"]:
+            raise MixnmtError(f"only.{i}: {name!r} is not one of models: {', '.join(config['models'])}")
+    models = selected(config)
+    listed = ", ".join(models)
     baseline = config["analysis"]["baseline"]
-    if baseline not in config["models"]:
-        raise MixnmtError(
-            f"analysis.baseline: {baseline!r} is not one of models: {', '.join(config['models'])}"
-        )
+    if baseline not in models:
+        raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the experiment's models: {listed}")
+    for i, pair in enumerate(config["analysis"]["contrasts"]):
+        for name in pair:
+            if name not in models:
+                raise MixnmtError(
+                    f"analysis.contrasts.{i}: {name!r} is not one of the experiment's models: {listed}"
+                )
+        if pair[0] == pair[1]:
+            raise MixnmtError(f"analysis.contrasts.{i}: compares {pair[0]!r} with itself")

@@ -13,7 +13,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
 
 from mixnmt import MixnmtError
-from mixnmt.files import read_json, read_lines, write_json, write_table, write_text
+from mixnmt.files import read_json, read_lines, read_table, write_json, write_table, write_text
 from mixnmt.report import markdown_scores
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,12 @@ def read_aligned(hypotheses: Path, references: Path) -> tuple[list[str], list[st
     return hyps, refs
 
 
-def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str) -> dict:
-    """BLEU and chrF of one system on one test set, with the metric signatures, as JSON."""
+def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str, seed: int) -> dict:
+    """BLEU, chrF and lowercased BLEU (`bleu_lc`, the case published Multi30k numbers use)
+    of one system on one test set, with the metric signatures, as JSON."""
     hyps, refs = read_aligned(hypotheses, references)
-    result = {"model": model, "testset": testset, "sentences": len(hyps)}
-    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
+    result = {"model": model, "seed": seed, "testset": testset, "sentences": len(hyps)}
+    for name, metric in (("bleu", BLEU()), ("chrf", CHRF()), ("bleu_lc", BLEU(lowercase=True))):
         result[name] = round(metric.corpus_score(hyps, [refs]).score, 2)
         result[f"{name}_signature"] = str(metric.get_signature())
     write_json(output, result)
@@ -42,7 +43,13 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
 
 
 def significance(
-    references: Path, systems: dict[str, Path], baseline: str, resamples: int, testset: str, output: Path
+    references: Path,
+    systems: dict[str, Path],
+    baseline: str,
+    resamples: int,
+    testset: str,
+    seed: int,
+    output: Path,
 ) -> dict:
     """BLEU, chrF and TER of every system with 95% confidence intervals, and the p-value
     of its difference from `baseline`: sacreBLEU's paired bootstrap resampling."""
@@ -67,10 +74,45 @@ def significance(
         rows.append(row)
     payload = {
         "testset": testset,
+        "seed": seed,
         "baseline": baseline,
         "signatures": {key: str(sig) for key, sig in zip(metrics, signatures.values())},
         "systems": rows,
     }
+    write_json(output, payload)
+    return payload
+
+
+def contrasts(
+    references: Path,
+    systems: dict[str, Path],
+    pairs: list[tuple[str, str]],
+    resamples: int,
+    testset: str,
+    seed: int,
+    output: Path,
+) -> dict:
+    """Each contrast (A, B) of the study: B's BLEU and chrF minus A's, and the p-value of
+    sacreBLEU's paired bootstrap with A as the baseline."""
+    refs = [read_lines(references)]
+    rows = []
+    for a, b in pairs:
+        for name in (a, b):
+            if name not in systems:
+                raise MixnmtError(
+                    f"analysis.contrasts: {name!r} is not one of the systems ({', '.join(systems)})"
+                )
+        named = [(name, read_aligned(systems[name], references)[0]) for name in (a, b)]
+        _, results = PairedTest(
+            named, {"bleu": BLEU(), "chrf": CHRF()}, refs, test_type="bs", n_samples=resamples
+        )()
+        row = {"testset": testset, "seed": seed, "a": a, "b": b}
+        for key, name in (("bleu", "BLEU"), ("chrf", "chrF2")):
+            score_a, score_b = (float(r.score) for r in results[name])
+            row |= {f"{key}_a": round(score_a, 2), f"{key}_b": round(score_b, 2)}
+            row |= {f"{key}_delta": round(score_b - score_a, 2), f"{key}_p": float(results[name][1].p_value)}
+        rows.append(row)
+    payload = {"testset": testset, "seed": seed, "contrasts": rows}
     write_json(output, payload)
     return payload
 
@@ -82,9 +124,16 @@ def bucket_labels(edges: list[int]) -> list[str]:
 
 
 def bleu_by_length(
-    sources: Path, references: Path, systems: dict[str, Path], edges: list[int], testset: str, output: Path
+    sources: Path,
+    references: Path,
+    systems: dict[str, Path],
+    edges: list[int],
+    resamples: int,
+    testset: str,
+    output: Path,
 ) -> pd.DataFrame:
-    """BLEU of every system on the sentences of each source-length bucket (in words)."""
+    """BLEU of every system on the sentences of each source-length bucket (in words),
+    with sacreBLEU's 95% bootstrap interval."""
     if sorted(set(edges)) != list(edges) or not edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
     srcs, refs = read_aligned(sources, references)
@@ -94,14 +143,17 @@ def bleu_by_length(
         hyps, _ = read_aligned(path, references)
         for b, label in enumerate(bucket_labels(edges)):
             chosen = [i for i, bucket in enumerate(buckets) if bucket == b]
-            bleu = BLEU().corpus_score([hyps[i] for i in chosen], [[refs[i] for i in chosen]]).score
+            bleu = BLEU().corpus_score(
+                [hyps[i] for i in chosen], [[refs[i] for i in chosen]], n_bootstrap=resamples
+            )
             rows.append(
                 {
                     "testset": testset,
                     "model": model,
                     "bucket": label,
                     "sentences": len(chosen),
-                    "bleu": round(bleu, 2) if chosen else math.nan,
+                    "bleu": round(bleu.score, 2) if chosen else math.nan,
+                    "bleu_ci": round(bleu._ci, 2) if chosen else math.nan,  # sacreBLEU's bootstrap
                 }
             )
     table = pd.DataFrame(rows)
@@ -113,40 +165,62 @@ def aggregate(
     scores: list[Path],
     significances: list[Path],
     manifests: list[Path],
+    reliances: list[Path],
     output: Path,
     markdown: Path,
     metrics: Path,
 ) -> pd.DataFrame:
-    """One row per model x test set: BLEU, chrF, TER with 95% intervals and p-values
-    against the baseline, the metric signatures, and each model's training run
-    (parameters, steps, git commit) from its manifest. Also as a Markdown table, and as
-    JSON metrics {testset: {model: {metric: value}}} for `dvc metrics`."""
+    """One row per test set x model x seed: BLEU, chrF, TER with 95% intervals and
+    p-values against the baseline, lowercased BLEU, source reliance (nats/token), the
+    metric signatures, and the training run (parameters, steps, git commit) from its
+    manifest. Also as Markdown (means and standard deviations over seeds), and as JSON
+    metrics {testset: {model: {metric: mean over seeds}}} for `dvc metrics`."""
+    keys = ["model", "seed"]
     runs = pd.DataFrame(
         [
-            {"model": m["model"], "params": m["params"], "steps": m["steps"], "commit": m["git"]["commit"]}
+            {
+                "model": m["model"],
+                "seed": m["train"]["seed"],
+                "params": m["params"],
+                "params_no_embeddings": m["params_no_embeddings"],
+                "steps": m["steps"],
+                "commit": m["git"]["commit"],
+            }
             for m in map(read_json, manifests)
         ],
-        columns=["model", "params", "steps", "commit"],
+        columns=[*keys, "params", "params_no_embeddings", "steps", "commit"],
     )
     tests = [read_json(path) for path in significances]
     bootstrap = pd.DataFrame(
-        [{k: v for k, v in row.items() if k not in ("bleu", "chrf")} for t in tests for row in t["systems"]],
-        columns=["model", "testset", "bleu_ci", "bleu_p", "chrf_ci", "chrf_p", "ter", "ter_ci", "ter_p"],
+        [
+            {"seed": t["seed"], **{k: v for k, v in row.items() if k not in ("bleu", "chrf")}}
+            for t in tests
+            for row in t["systems"]
+        ],
+        columns=[*keys, "testset", "bleu_ci", "bleu_p", "chrf_ci", "chrf_p", "ter", "ter_ci", "ter_p"],
+    )
+    reliance = (
+        pd.concat(map(read_table, reliances)) if reliances else pd.DataFrame(columns=[*keys, "position"])
+    )
+    overall = reliance[reliance.position == 0][[*keys, "difference"]].rename(
+        columns={"difference": "reliance"}
     )
     table = (
         pd.DataFrame([read_json(path) for path in scores])
-        .merge(bootstrap, on=["model", "testset"], how="left")
-        .merge(runs, on="model", how="left")
-        .sort_values(["testset", "model"])
+        .merge(bootstrap, on=[*keys, "testset"], how="left")
+        .merge(overall, on=keys, how="left")
+        .merge(runs, on=keys, how="left")
+        .sort_values(["testset", "model", "seed"])
         .reset_index(drop=True)
     )
     write_table(output, table)
     write_text(markdown, markdown_scores(table, tests))
-    numbers = ["bleu", "bleu_ci", "chrf", "chrf_ci", "ter", "ter_ci"]
+    numbers = ["bleu", "bleu_lc", "chrf", "ter", "reliance"]
+    means = table.groupby(["testset", "model"], sort=False)[numbers].mean()
     nested: dict[str, dict] = {}
-    for row in table.itertuples():
-        nested.setdefault(row.testset, {})[row.model] = {
-            k: float(getattr(row, k)) for k in numbers if not pd.isna(getattr(row, k))
+    for (testset, model), row in means.iterrows():
+        nested.setdefault(testset, {})[model] = {
+            k: round(float(v), 4) for k, v in row.items() if not pd.isna(v)
         }
     write_json(metrics, nested)
     return table

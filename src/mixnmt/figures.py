@@ -39,5 +39,17 @@ FIGURES: dict[str, Figure] = {
     "component_usage": Figure(
         "mean responsibility of every mixture component", "component_usage", ("analyses",), "mixtures"
     ),
+    "reliance": Figure(
+        "loss with a shuffled source minus with the true one, by target position",
+        "reliance",
+        ("reliance",),
+        "reliance",
+    ),
+    "mixture_usage": Figure(
+        "mass on stay, learned components and source, and effective components, per epoch",
+        "mixture_usage",
+        ("metrics",),
+        "mixtures",
+    ),
     "cost": Figure("BLEU against parameters and training time", "cost", ("cost",), "cost"),
 }

@@ -43,6 +43,11 @@ INPUTS: dict[str, Input] = {
     "analyses": Input("analysis weights, MODEL=analysis.json", _json, per_model=True),
     "lengths": Input("BLEU-by-length tables, one per test set", _tables),
     "scores": Input("the score table (scores.tsv)", read_table, single=True),
+    "reliance_runs": Input("`mixnmt reliance` tables, one per model and seed", _tables),
+    "contrast_runs": Input(
+        "`mixnmt contrasts` files, one per seed and test set", lambda paths: [read_json(p) for p in paths]
+    ),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),
+    "reliance": Input("the source-reliance table (tables/reliance.tsv)", read_table, single=True),
 }

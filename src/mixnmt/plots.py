@@ -15,7 +15,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from mixnmt.files import atomic_path  # noqa: E402
 
@@ -86,13 +88,15 @@ def learning_curves(metrics: dict[str, pd.DataFrame]) -> Figure:
     axes[1, 0].set_ylabel("validation BLEU (greedy)")
     for row in range(2):
         axes[row, 0].set_xlabel("epoch")
+        axes[row, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
         axes[row, 1].set_xlabel(f"wall-clock time ({unit})")
     legend_below(fig, axes[0, 0])
     return fig
 
 
 def bleu_by_length(lengths: pd.DataFrame) -> Figure:
-    """BLEU per source-length bucket, one line per model, one panel per test set."""
+    """BLEU per source-length bucket with sacreBLEU's 95% bootstrap interval, one line per
+    model (offset a little sideways, so intervals do not hide each other), one panel per test set."""
     colors = palette(lengths.model)
     testsets = list(dict.fromkeys(lengths.testset))
     fig, axes = plt.subplots(
@@ -102,9 +106,13 @@ def bleu_by_length(lengths: pd.DataFrame) -> Figure:
         t = lengths[lengths.testset == testset]
         buckets = list(dict.fromkeys(t.bucket))
         counts = t.groupby("bucket", sort=False).sentences.first()
-        for model in dict.fromkeys(t.model):
+        models = list(dict.fromkeys(t.model))
+        for i, model in enumerate(models):
             rows = t[t.model == model].set_index("bucket").reindex(buckets)
-            ax.plot(range(len(buckets)), rows.bleu, marker="o", color=colors[model], label=model)
+            x = np.arange(len(buckets)) + 0.25 * (i / max(len(models) - 1, 1) - 0.5)
+            ax.errorbar(
+                x, rows.bleu, yerr=rows.bleu_ci, marker="o", ms=4, capsize=2, color=colors[model], label=model
+            )
         ax.set_xticks(range(len(buckets)), [f"{b}\n(n={counts[b]})" for b in buckets])
         ax.set_xlabel("source length (words)")
         ax.set_ylabel("BLEU")
@@ -145,14 +153,29 @@ def alignment_panels(analysis: dict[str, Any], sentence: dict[str, Any]) -> list
     return panels
 
 
-def heatmap(ax, matrix: np.ndarray, rows: list[str], columns: list[str]):
-    image = ax.imshow(matrix, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+LOG_FLOOR = 1e-4  # the smallest responsibility the log-scale heatmaps tell apart
+
+
+def heatmap(ax, matrix: np.ndarray, rows: list[str], columns: list[str], log: bool = False):
+    """A weight matrix in grey: linear from 0 to 1, or on a log scale from LOG_FLOOR to 1."""
+    if log:
+        image = ax.imshow(
+            np.clip(matrix, LOG_FLOOR, 1),
+            cmap="magma_r",
+            norm=LogNorm(LOG_FLOOR, 1),
+            aspect="auto",
+            interpolation="nearest",
+        )
+    else:
+        image = ax.imshow(matrix, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     return image
 
 
-def heatmap_grid(panels: dict[str, list], xlabel: str, ylabel: str, colorbar: str, width: float) -> Figure:
+def heatmap_grid(
+    panels: dict[str, list], xlabel: str, ylabel: str, colorbar: str, width: float, log: bool = False
+) -> Figure:
     """Rows of heatmaps, one row per kind of panel, one column per sentence. `panels`
     maps each row's title to (sentence, title, matrix, row labels, column labels)."""
     ncols = max(map(len, panels.values()))
@@ -162,7 +185,7 @@ def heatmap_grid(panels: dict[str, list], xlabel: str, ylabel: str, colorbar: st
     for r, row in enumerate(panels.values()):
         for c, (sentence, title, matrix, rows, columns) in enumerate(row):
             ax = axes[r, c]
-            image = heatmap(ax, matrix, rows, columns)
+            image = heatmap(ax, matrix, rows, columns, log)
             ax.set_title(title if r else f"test sentence {sentence['index']}\n{title}", fontsize=9)
             if c == 0:
                 ax.set_ylabel(ylabel)
@@ -189,7 +212,9 @@ def alignments(analyses: list[dict[str, Any]]) -> Figure:
 
 
 def responsibilities(analyses: list[dict[str, Any]]) -> Figure:
-    """Step x component responsibilities (mean over heads) on the fixed sentences."""
+    """Step x candidate responsibilities (mean over heads) on the fixed sentences, on a log
+    scale so that small masses show: "stay", the learned components, then the source
+    subwords if the mixture reads them."""
     panels: dict[str, list] = {}
     for a in analyses:
         for name, axes in a["axes"].items():
@@ -197,14 +222,21 @@ def responsibilities(analyses: list[dict[str, Any]]) -> Figure:
                 continue
             title = f"{a['model']} {name.replace('_', ' ')}"
             for sentence in a["sentences"]:
-                pi = np.asarray(sentence["weights"][name]).mean(1)  # (steps, K+1)
+                pi = np.asarray(sentence["weights"][name]).mean(1)  # (steps, 1+K[+S])
                 read = sentence["source"] if axes[0] == "source" else ["<s>", *sentence["target"][:-1]]
-                columns = ["stay"] + [str(k) if k % 8 == 0 else "" for k in range(1, pi.shape[1])]
+                k = a["components"][name]["learned"]
+                columns = ["stay"] + [str(j) if j % 8 == 0 else "" for j in range(1, k + 1)]
+                columns += sentence["source"][: pi.shape[1] - 1 - k]
                 panels.setdefault(title, []).append((sentence, title, pi, read, columns))
     if not panels:
         return empty("No mixture model in this experiment.")
     return heatmap_grid(
-        panels, "component (0 = stay)", "subword read", "responsibility (mean over heads)", 4.2
+        panels,
+        "candidate: stay, components, source",
+        "subword read",
+        "responsibility (mean over heads)",
+        4.2,
+        log=True,
     )
 
 
@@ -219,13 +251,69 @@ def component_usage(analyses: list[dict[str, Any]]) -> Figure:
         usage = np.asarray(stats["usage"])
         bars = ax.bar(range(len(usage)), usage, color=colors[a["model"]], width=0.8)
         bars[0].set_color("#444444")  # "stay"
+        if len(usage) > 1 + stats["learned"]:
+            bars[-1].set_color("#999999")  # the source positions, together
+        ax.set_yscale("log")
         ax.set_ylabel("mean\nresponsibility")
         ax.set_title(
             f"{a['model']} {name.replace('_', ' ')}: entropy {stats['entropy']:.2f} nats "
             f"(uniform would be {math.log(len(usage)):.2f})",
             fontsize=9,
         )
-    axes[-1, 0].set_xlabel("component (0, dark: stay)")
+    axes[-1, 0].set_xlabel("candidate (0, dark: stay; last, light: the source positions if read)")
+    return fig
+
+
+def reliance(reliance: pd.DataFrame) -> Figure:
+    """Loss with a shuffled source minus loss with the true one, by target position (the
+    reliance table's means over seeds): how much each model still reads its source as the
+    sentence goes on."""
+    colors = palette(reliance.model)
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    shown = reliance[(reliance.position > 0) & (reliance.tokens >= 20)]  # positions enough sentences reach
+    for model in dict.fromkeys(reliance.model):
+        rows = shown[shown.model == model]
+        ax.plot(rows.position, rows.difference, marker="o", ms=3, color=colors[model], label=model)
+    ax.axhline(0, color="#888888", lw=0.8)
+    ax.set_xlabel("target position (validation set; positions with at least 20 tokens)")
+    ax.set_ylabel("shuffled - true source loss (nats/token)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    legend_below(fig, ax)
+    return fig
+
+
+USAGE = ("stay", "learned", "source", "effective")
+
+
+def mixture_usage(metrics: dict[str, pd.DataFrame]) -> Figure:
+    """Per epoch, on validation: the mass each mixture model puts on stay, on its learned
+    components and on the source, and its effective number of candidates."""
+    series = [
+        (model, column.removesuffix(".stay"), m)
+        for model, m in metrics.items()
+        for column in m.columns
+        if column.endswith(".stay")
+    ]
+    if not series:
+        return empty("No mixture model in this experiment.")
+    colors = palette(metrics)
+    fig, axes = plt.subplots(1, len(USAGE), figsize=(4 * len(USAGE), 4), layout="constrained")
+    styles = ["-", "--", ":", "-."]
+    for model, name, m in series:
+        names = [n for mm, n, _ in series if mm == model]
+        style = styles[names.index(name) % len(styles)]
+        for ax, stat in zip(axes, USAGE):
+            label = f"{model} {name.replace('_', ' ')}"
+            ax.plot(m.epoch, m[f"{name}.{stat}"], style, marker="o", ms=3, color=colors[model], label=label)
+    for ax, stat in zip(axes, USAGE):
+        ax.set_title(
+            "effective number of candidates" if stat == "effective" else f"mass on {stat}", fontsize=10
+        )
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0].set_ylabel("validation mean")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False, fontsize=8)
     return fig
 
 

@@ -47,25 +47,33 @@ def format_score(row: pd.Series, key: str) -> str:
 
 
 def display_scores(table: pd.DataFrame) -> pd.DataFrame:
-    """The score table as people read it: one formatted column per metric."""
-    return pd.DataFrame(
-        {
-            "test set": table.testset,
-            "model": table.model,
-            **{
-                name: [format_score(r, key) for _, r in table.iterrows()]
-                for key, name in (("bleu", "BLEU"), ("chrf", "chrF"), ("ter", "TER"))
-            },
-            "parameters": [count(n) for n in table.params],
-        }
-    )
+    """The score table as people read it, one row per test set and model: with one seed
+    "score ± 95% interval (p against the baseline)", with several "mean ± sd over seeds";
+    lowercased BLEU, source reliance (nats/token) and sizes beside."""
+    rows = []
+    for (testset, model), runs in table.groupby(["testset", "model"], sort=False):
+        first = runs.iloc[0]
+        row = {"test set": testset, "model": model, "seeds": len(runs)}
+        for key, name in (("bleu", "BLEU"), ("chrf", "chrF"), ("ter", "TER"), ("bleu_lc", "BLEU (lc)")):
+            if len(runs) == 1:
+                row[name] = format_score(first, key) if key != "bleu_lc" else f"{first[key]:.2f}"
+            else:
+                row[name] = f"{runs[key].mean():.2f} ± {runs[key].std():.2f}"
+        reliance = runs["reliance"].mean() if "reliance" in runs else float("nan")
+        row["reliance"] = "" if pd.isna(reliance) else f"{reliance:.3f}"
+        row["parameters"] = count(first["params"])
+        row["without embeddings"] = count(first.get("params_no_embeddings", float("nan")))
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def signature_notes(tests: list[dict]) -> list[str]:
+    """One note per test set (the signatures are the same for every seed)."""
+    first = {t["testset"]: t for t in reversed(tests)}
     return [
-        f"Paired bootstrap against {t['baseline']} on {t['testset']}; signatures: "
+        f"Paired bootstrap against {t['baseline']} on {testset}; signatures: "
         + "; ".join(f"{k.upper()} {sig}" for k, sig in t["signatures"].items())
-        for t in tests
+        for testset, t in reversed(first.items())
     ]
 
 
@@ -79,6 +87,9 @@ def markdown_scores(table: pd.DataFrame, tests: list[dict]) -> str:
 
 SECTIONS = {  # anchor -> title, in the order of the report; figures and tables name theirs
     "scores": "Scores",
+    "contrasts": "Contrasts",
+    "reliance": "Source reliance",
+    "samples": "Sample translations",
     "length": "BLEU by source length",
     "curves": "Learning curves",
     "alignments": "Alignments",

@@ -1,6 +1,6 @@
-"""The report's tables that are not scores: cost per model, and what each mixture
-component does. `TABLES` declares each table once: what it is built from and where the
-report shows it."""
+"""The report's tables that are not scores: the contrasts of the grid, source reliance,
+sample translations, cost per model, and what each mixture component does. `TABLES`
+declares each table once: what it is built from and where the report shows it."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def cost(manifests: list[dict[str, Any]], speeds: list[dict[str, Any]], scores: 
             {
                 "model": manifest["model"],
                 "params": manifest["params"],
+                "params_no_embeddings": manifest["params_no_embeddings"],
                 "steps": manifest["steps"],
                 "train_tokens_per_s": round(manifest["tokens_per_s"], 1),
                 "train_seconds": round(manifest["seconds"], 1),
@@ -37,7 +38,74 @@ def cost(manifests: list[dict[str, Any]], speeds: list[dict[str, Any]], scores: 
             }
         )
     first = scores[scores.testset == scores.testset.iloc[0]]
-    return pd.DataFrame(rows).merge(first[["model", "testset", "bleu"]], on="model", how="left")
+    bleu = first.groupby(["model", "testset"], sort=False, as_index=False).bleu.mean()  # over seeds
+    return pd.DataFrame(rows).merge(bleu, on="model", how="left")
+
+
+def mean_sd(values: pd.Series) -> str:
+    """Mean ± standard deviation over seeds (the mean alone for one seed)."""
+    return f"{values.mean():+.2f}" + (f" ± {values.std():.2f}" if len(values) > 1 else "")
+
+
+def contrasts(contrast_runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per contrast (B against A) and test set: both models' BLEU and chrF and their
+    difference, as the mean over seeds and ± the standard deviation over seeds, and the
+    paired-bootstrap p-value of each seed."""
+    runs = pd.DataFrame([row for c in contrast_runs for row in c["contrasts"]])
+    if runs.empty:
+        return pd.DataFrame(columns=["testset", "a", "b", "seeds"])
+    rows = []
+    for (testset, a, b), r in runs.sort_values("seed").groupby(["testset", "a", "b"], sort=False):
+        row = {"testset": testset, "a": a, "b": b, "seeds": len(r)}
+        for key in ("bleu", "chrf"):
+            row |= {
+                f"{key}_a": round(r[f"{key}_a"].mean(), 2),
+                f"{key}_b": round(r[f"{key}_b"].mean(), 2),
+                f"{key}_delta": mean_sd(r[f"{key}_delta"]),
+                f"{key}_p": " ".join(f"{p:.3f}" for p in r[f"{key}_p"]),
+            }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def reliance(reliance_runs: pd.DataFrame) -> pd.DataFrame:
+    """Per model and target position (0: all tokens), the validation loss with the true
+    and with a shuffled source and their difference, as means over seeds."""
+    return (
+        reliance_runs.groupby(["model", "position"], sort=False)
+        .agg(
+            seeds=("seed", "nunique"),
+            tokens=("tokens", "first"),
+            loss_true=("loss_true", "mean"),
+            loss_shuffled=("loss_shuffled", "mean"),
+            difference=("difference", "mean"),
+            difference_sd=("difference", "std"),
+        )
+        .round(4)
+        .reset_index()
+    )
+
+
+def reliance_html(table: pd.DataFrame, positions: int = 12) -> str:
+    """Overall and the first target positions, one column per model."""
+    shown = table[table.position <= positions].pivot_table(
+        index="position", columns="model", values="difference", sort=False
+    )
+    return table_html(shown.rename_axis(columns=None).reset_index().replace({"position": {0: "all"}}))
+
+
+def samples(analyses: list[dict[str, Any]]) -> pd.DataFrame:
+    """The fixed test sentences: source, reference, and every model's translation."""
+    rows = []
+    for analysis in analyses:
+        for sentence in analysis["sentences"]:
+            text = sentence["text"]
+            rows.append({"sentence": sentence["index"], "model": "source", "text": text["source"]})
+            rows.append({"sentence": sentence["index"], "model": "reference", "text": text["reference"]})
+            rows.append(
+                {"sentence": sentence["index"], "model": analysis["model"], "text": text["translation"]}
+            )
+    return pd.DataFrame(rows, columns=["sentence", "model", "text"]).drop_duplicates(ignore_index=True)
 
 
 def components(analyses: list[dict[str, Any]]) -> pd.DataFrame:
@@ -92,6 +160,9 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
+    "contrasts": Table(contrasts, ("contrast_runs",), "contrasts"),
+    "reliance": Table(reliance, ("reliance_runs",), "reliance", reliance_html),
+    "samples": Table(samples, ("analyses",), "samples"),
     "cost": Table(cost, ("manifests", "speeds", "scores"), "cost"),
     "components": Table(components, ("analyses",), "mixtures", components_html),
 }

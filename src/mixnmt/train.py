@@ -27,6 +27,7 @@ from sacrebleu.metrics import BLEU
 from tqdm import tqdm
 
 from mixnmt import MixnmtError, checkpoint, determinism
+from mixnmt.analysis import ComponentUsage, mixtures
 from mixnmt.batching import Batch, ParallelData, padding_fraction
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
@@ -60,6 +61,7 @@ class TrainConfig:
     bleu_sentences: int  # validation sentences translated (greedy) for BLEU after each epoch
     save_every: int  # steps between resumable saves
     average: int  # also try the mean weights of the last `average` epochs; validation decides
+    patience: int | None  # stop after this many epochs without a better validation loss
     compile: bool  # torch.compile the training forward pass (for GPUs)
 
     def __post_init__(self) -> None:
@@ -119,16 +121,27 @@ def token_loss(
 
 
 @torch.no_grad()
-def validate(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device, dtype) -> float:
-    """Mean per-token negative log-likelihood (nats, no smoothing) over `data`."""
+def validate(
+    model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device, dtype
+) -> tuple[float, dict[str, float]]:
+    """Mean per-token negative log-likelihood (nats, no smoothing) over `data`, and how
+    a mixture model uses its candidates there: for each responsibility tensor the mean
+    mass on stay, learned components and source, and the effective number of candidates
+    (columns "<weights>.stay", ...; none for other models)."""
     model.eval()
     total = tokens = 0.0
+    usage = {name: ComponentUsage(model.learned_components) for name in mixtures(model)}
     for indices in data.batches(max_tokens):
-        batch = data.collate(indices)
+        batch = data.collate(indices).to(device)
         tokens += batch.target_tokens
-        total += float(token_loss(model, batch.to(device), 0.0, dtype))
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            logits, weights = model.teacher_forcing(batch.src, batch.tgt_in, keep_weights=bool(usage))
+        total += float(smoothed_cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), 0.0))
+        for name, stats in usage.items():
+            stats.add(weights[name], batch.src if model.analysis_axes[name][0] == "source" else batch.tgt_in)
     model.train()
-    return total / tokens
+    split = {f"{name}.{k}": v for name, stats in usage.items() for k, v in stats.split().items()}
+    return total / tokens, split
 
 
 class ValidationBleu:
@@ -174,8 +187,9 @@ class Trainer:
 
     @property
     def finished(self) -> bool:
-        p, cap = self.progress, self.config.max_steps
-        return p.epoch > self.config.epochs or (cap is not None and p.step >= cap)
+        p, cap, patience = self.progress, self.config.max_steps, self.config.patience
+        stalled = patience is not None and p.epoch - 1 - p.best_epoch >= patience
+        return p.epoch > self.config.epochs or (cap is not None and p.step >= cap) or stalled
 
     def train_step(self, batch: Batch) -> None:
         """One update; raises NonFiniteLoss, before changing anything, on a nan/inf loss."""
@@ -200,7 +214,7 @@ class Trainer:
         p.tokens += batch.target_tokens
         p.trained_tokens += batch.target_tokens
 
-    def end_epoch(self, valid_loss: float, valid_bleu: float) -> dict[str, Any]:
+    def end_epoch(self, valid_loss: float, valid_bleu: float, usage: dict[str, float]) -> dict[str, Any]:
         """Record the epoch's metrics, keep the weights if they are the best, move on."""
         p = self.progress
         row = {
@@ -212,6 +226,7 @@ class Trainer:
             "valid_bleu": valid_bleu,
             "tokens_per_s": p.tokens / max(p.epoch_seconds, 1e-9),
             "seconds": p.seconds,
+            **usage,
         }
         p.rows.append(row)
         if valid_loss < p.best_loss:
@@ -266,7 +281,7 @@ class Trainer:
             for k, v in self.best.items()
         }
         self.model.load_state_dict(mean)
-        loss = validate(self.model, valid_data, self.config.max_tokens, self.device, self.dtype)
+        loss, _ = validate(self.model, valid_data, self.config.max_tokens, self.device, self.dtype)
         epochs = [p.epoch - len(self.recent) + i for i in range(len(self.recent))]
         log.info("mean of epochs %s: valid loss %.4f (best single epoch %.4f)", epochs, loss, p.best_loss)
         if loss < p.best_loss:
@@ -309,10 +324,13 @@ def stop_requests() -> Iterator[threading.Event]:
 
 
 def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+    """METRICS, then any mixture-usage columns, one row per epoch."""
+
     def fmt(value: float | int) -> str:
         return f"{value:.6g}" if isinstance(value, float) else str(value)
 
-    write_lines(path, ["\t".join(METRICS)] + ["\t".join(fmt(r[k]) for k in METRICS) for r in rows])
+    columns = [*METRICS, *(k for k in rows[0] if k not in METRICS)] if rows else list(METRICS)
+    write_lines(path, ["\t".join(columns)] + ["\t".join(fmt(r[k]) for k in columns) for r in rows])
 
 
 def fit(
@@ -364,10 +382,12 @@ def fit(
                     break
             progress_bar.close()
             start = time.perf_counter()
-            valid_loss = validate(trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype)
+            valid_loss, usage = validate(
+                trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype
+            )
             bleu = valid_bleu(trainer.model)
             p.seconds += time.perf_counter() - start
-            row = trainer.end_epoch(valid_loss, bleu)
+            row = trainer.end_epoch(valid_loss, bleu, usage)
             log.info(
                 "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())
             )
@@ -393,6 +413,9 @@ def train(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles)
     if not len(train_data) or not len(valid_data):
         raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
     n_params = sum(p.numel() for p in model.parameters())
+    embeddings = {
+        id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding)
+    }
     log.info("%s: %d parameters on %s (autocast %s)", name, n_params, device, autocast_dtype(device))
 
     digests = {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]}
@@ -434,6 +457,7 @@ def train(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles)
         model=name,
         arch=arch,
         params=n_params,
+        params_no_embeddings=n_params - sum(embeddings.values()),
         hparams=hparams,
         train=asdict(config),
         steps=p.step,

@@ -2,7 +2,7 @@ rule lengths:
     input:
         sources=f"{OUT}/corpus/{{testset}}.{SRC}",
         references=f"{OUT}/corpus/{{testset}}.{TGT}",
-        systems=lambda w: systems(w.testset).values(),
+        systems=lambda w: systems(w.testset, FIRST_SEED).values(),
     output:
         f"{OUT}/tables/lengths/{{testset}}.tsv",
     log:
@@ -12,15 +12,17 @@ rule lengths:
     params:
         systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
         edges=config["analysis"]["length_buckets"],
+        resamples=config["analysis"]["bootstrap"],
     shell:
         "mixnmt lengths --testset {wildcards.testset:q} --sources {input.sources:q}"
-        " --references {input.references:q} --edges {params.edges} --output {output:q}"
+        " --references {input.references:q} --edges {params.edges} --resamples {params.resamples}"
+        " --output {output:q}"
         " {params.systems:q} 2> {log:q}"
 
 
 rule speed:
     input:
-        checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
+        checkpoint=checkpoint(seed=FIRST_SEED),
         source=ids(FIRST_TEST, SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
@@ -42,11 +44,37 @@ rule speed:
         " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
 
 
+rule reliance:
+    input:
+        checkpoint=checkpoint(),
+        valid=[ids("valid", SRC), ids("valid", TGT)],
+        spm=[spm_model(SRC), spm_model(TGT)],
+    output:
+        f"{OUT}/reliance/{run()}.tsv",
+    log:
+        logged(f"reliance/{run()}"),
+    conda:
+        "../../envs/torch.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=4000,
+    params:
+        hparams=hparams,
+        max_tokens=config["train"]["max_tokens"],
+    shell:
+        "mixnmt reliance --model {wildcards.model:q} --hparams {params.hparams:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --valid {input.valid:q}"
+        " --seed {wildcards.seed} --max-tokens {params.max_tokens} --threads {threads}"
+        " {output:q} 2> {log:q}"
+
+
 rule analyse:
     input:
-        checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
+        checkpoint=checkpoint(seed=FIRST_SEED),
         source=ids(FIRST_TEST, SRC),
-        translation=translation("{model}", FIRST_TEST),
+        references=f"{OUT}/corpus/{FIRST_TEST}.{TGT}",
+        translation=translation("{model}", FIRST_TEST, FIRST_SEED),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
         f"{OUT}/analysis/{{model}}.json",
@@ -64,7 +92,7 @@ rule analyse:
     shell:
         "mixnmt analyse --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
-        " --translation {input.translation:q} --sentences {params.sentences} --threads {threads}"
+        " --translation {input.translation:q} --references {input.references:q} --sentences {params.sentences} --threads {threads}"
         " {input.source:q} {output:q} 2> {log:q}"
 
 

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import check
+from mixnmt.config import check, selected
 from mixnmt.inputs import INPUTS
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
@@ -29,7 +29,9 @@ SRC, TGT = config["src"], config["tgt"]
 DATASET = config["datasets"][config["dataset"]]
 TESTSETS = list(DATASET["test"])
 SPLITS = {"train": DATASET["train"], "valid": DATASET["valid"], **DATASET["test"]}
-MODELS = list(config["models"])
+MODELS = selected(config)
+SEEDS = [str(seed) for seed in config["seeds"]]
+FIRST_SEED = SEEDS[0]  # figures and per-model analyses show this seed's runs
 
 
 wildcard_constraints:
@@ -39,6 +41,7 @@ wildcard_constraints:
     lang=f"{SRC}|{TGT}",
     model="|".join(map(re.escape, MODELS)),
     testset="|".join(map(re.escape, TESTSETS)),
+    seed="|".join(SEEDS),
 
 
 def logged(path):
@@ -112,7 +115,7 @@ def ids(split, lang):
 def train_config(wildcards):
     """JSON of the training settings: the `train` section plus seed and step cap."""
     return json.dumps(
-        {**config["train"], "seed": config["seed"], "max_steps": config["max_steps"]}
+        {**config["train"], "seed": int(wildcards.seed), "max_steps": config["max_steps"]}
     )
 
 
@@ -121,13 +124,27 @@ def hparams(wildcards):
     return json.dumps(config["models"][wildcards.model] or {})
 
 
-def translation(model, testset):
-    return f"{OUT}/translations/{model}/{testset}.txt"
+def run(model="{model}", seed="{seed}"):
+    """The folder part of one training run's outputs: <model>/seed<seed>."""
+    return f"{model}/seed{seed}"
 
 
-def systems(testset):
-    """Inputs naming every model's translation of `testset`."""
-    return {model: translation(model, testset) for model in MODELS}
+def checkpoint(model="{model}", seed="{seed}"):
+    return f"{OUT}/checkpoints/{run(model, seed)}.pt"
+
+
+def translation(model, testset, seed="{seed}"):
+    return f"{OUT}/translations/{run(model, seed)}/{testset}.txt"
+
+
+def systems(testset, seed):
+    """Inputs naming every model's translation of `testset` (training seed `seed`)."""
+    return {model: translation(model, testset, seed) for model in MODELS}
+
+
+def every_run(pattern):
+    """`pattern` (with {model} and {seed}) for every model and seed."""
+    return expand(f"{OUT}/{pattern}", model=MODELS, seed=SEEDS)
 
 
 def named(paths):
@@ -141,7 +158,8 @@ FIRST_TEST = TESTSETS[0]  # speed, alignments and responsibilities are read on t
 
 
 def per_model(pattern):
-    return expand(f"{OUT}/{pattern}", model=MODELS)
+    """`pattern` for every model, at the first seed where it names one."""
+    return expand(f"{OUT}/{pattern}", model=MODELS, seed=FIRST_SEED)
 
 
 def figure(name):
@@ -153,12 +171,17 @@ def table(name):
 
 
 INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.inputs)
-    "metrics": per_model("train/{model}/metrics.tsv"),
-    "manifests": per_model("train/{model}/manifest.json"),
+    "metrics": per_model("train/{model}/seed{seed}/metrics.tsv"),
+    "manifests": per_model("train/{model}/seed{seed}/manifest.json"),
     "speeds": per_model("speed/{model}.json"),
     "analyses": per_model("analysis/{model}.json"),
     "lengths": [f"{OUT}/tables/lengths/{testset}.tsv" for testset in TESTSETS],
     "scores": [f"{OUT}/scores.tsv"],
+    "significance": expand(
+        f"{OUT}/significance/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS
+    ),
+    "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
+    "contrast_runs": expand(f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS),
     **{name: [table(name)] for name in TABLES},
 }
 

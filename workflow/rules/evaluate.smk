@@ -1,26 +1,26 @@
 rule score:
     input:
-        hypotheses=f"{OUT}/translations/{{model}}/{{testset}}.txt",
+        hypotheses=translation("{model}", "{testset}"),
         references=f"{OUT}/corpus/{{testset}}.{TGT}",
     output:
-        f"{OUT}/scores/{{model}}/{{testset}}.json",
+        f"{OUT}/scores/{run()}/{{testset}}.json",
     log:
-        logged("score/{model}/{testset}"),
+        logged(f"score/{run()}/{{testset}}"),
     conda:
         "../../envs/text.yaml"
     shell:
-        "mixnmt score --model {wildcards.model:q} --testset {wildcards.testset:q}"
+        "mixnmt score --model {wildcards.model:q} --testset {wildcards.testset:q} --seed {wildcards.seed}"
         " {input.hypotheses:q} {input.references:q} {output:q} 2> {log:q}"
 
 
 rule significance:
     input:
         references=f"{OUT}/corpus/{{testset}}.{TGT}",
-        systems=lambda w: systems(w.testset).values(),
+        systems=lambda w: systems(w.testset, w.seed).values(),
     output:
-        f"{OUT}/significance/{{testset}}.json",
+        f"{OUT}/significance/seed{{seed}}/{{testset}}.json",
     log:
-        logged("significance/{testset}"),
+        logged("significance/seed{seed}/{testset}"),
     conda:
         "../../envs/text.yaml"
     params:
@@ -29,17 +29,41 @@ rule significance:
         resamples=config["analysis"]["bootstrap"],
     shell:
         "mixnmt significance --testset {wildcards.testset:q} --references {input.references:q}"
-        " --baseline {params.baseline:q} --resamples {params.resamples} --output {output:q}"
-        " {params.systems:q} 2> {log:q}"
+        " --baseline {params.baseline:q} --resamples {params.resamples} --seed {wildcards.seed}"
+        " --output {output:q} {params.systems:q} 2> {log:q}"
+
+
+rule contrasts:
+    input:
+        references=f"{OUT}/corpus/{{testset}}.{TGT}",
+        systems=lambda w: systems(w.testset, w.seed).values(),
+    output:
+        f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json",
+    log:
+        logged("contrasts/seed{seed}/{testset}"),
+    conda:
+        "../../envs/text.yaml"
+    params:
+        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
+        pairs=[f"{a}:{b}" for a, b in config["analysis"]["contrasts"]],
+        resamples=config["analysis"]["bootstrap"],
+    shell:
+        "mixnmt contrasts --testset {wildcards.testset:q} --references {input.references:q}"
+        " --pairs {params.pairs:q} --resamples {params.resamples} --seed {wildcards.seed}"
+        " --output {output:q} {params.systems:q} 2> {log:q}"
 
 
 rule aggregate:
     input:
         scores=expand(
-            f"{OUT}/scores/{{model}}/{{testset}}.json", model=MODELS, testset=TESTSETS
+            f"{OUT}/scores/{run()}/{{testset}}.json",
+            model=MODELS,
+            seed=SEEDS,
+            testset=TESTSETS,
         ),
-        significance=expand(f"{OUT}/significance/{{testset}}.json", testset=TESTSETS),
-        manifests=INPUT_FILES["manifests"],
+        significance=INPUT_FILES["significance"],
+        manifests=every_run(f"train/{run()}/manifest.json"),
+        reliance=INPUT_FILES["reliance_runs"],
     output:
         table=f"{OUT}/scores.tsv",
         markdown=f"{OUT}/scores.md",
@@ -50,5 +74,5 @@ rule aggregate:
         "../../envs/text.yaml"
     shell:
         "mixnmt aggregate --scores {input.scores:q} --significance {input.significance:q}"
-        " --manifests {input.manifests:q} --output {output.table:q} --markdown {output.markdown:q}"
-        " --metrics {output.metrics:q} 2> {log:q}"
+        " --manifests {input.manifests:q} --reliance {input.reliance:q} --output {output.table:q}"
+        " --markdown {output.markdown:q} --metrics {output.metrics:q} 2> {log:q}"

@@ -26,7 +26,7 @@ for name, spec in FIGURES.items():
 rule report:
     input:
         scores=INPUT_FILES["scores"],
-        significance=expand(f"{OUT}/significance/{{testset}}.json", testset=TESTSETS),
+        significance=INPUT_FILES["significance"],
         lengths=INPUT_FILES["lengths"],
         manifests=INPUT_FILES["manifests"],
         figures=[figure(name) for name in FIGURES],

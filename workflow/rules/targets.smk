@@ -14,9 +14,16 @@ for name in MODELS:
 
     rule:
         name:
+            f"trained_{name}"
+        input:
+            [checkpoint(name, seed) for seed in SEEDS],
+
+    rule:
+        name:
             f"evaluated_{name}"
         input:
-            [translation(name, testset) for testset in TESTSETS],
-            [f"{OUT}/scores/{name}/{testset}.json" for testset in TESTSETS],
+            [translation(name, t, seed) for t in TESTSETS for seed in SEEDS],
+            [f"{OUT}/scores/{run(name, seed)}/{t}.json" for t in TESTSETS for seed in SEEDS],
+            [f"{OUT}/reliance/{run(name, seed)}.tsv" for seed in SEEDS],
             f"{OUT}/speed/{name}.json",
             f"{OUT}/analysis/{name}.json",

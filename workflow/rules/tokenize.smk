@@ -9,11 +9,10 @@ rule spm_train:
         "../../envs/text.yaml"
     params:
         spm=config["spm"],
-        seed=config["seed"],
     shell:
         "mixnmt spm-train --input {input:q} --model {output:q}"
         " --vocab-size {params.spm[vocab_size]} --model-type {params.spm[model_type]:q}"
-        " --character-coverage {params.spm[character_coverage]} --seed {params.seed}"
+        " --character-coverage {params.spm[character_coverage]} --seed {params.spm[seed]}"
         " 2> {log:q}"
 
 

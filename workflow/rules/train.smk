@@ -4,11 +4,11 @@ rule train:
         valid=[ids("valid", SRC), ids("valid", TGT)],
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
-        metrics=f"{OUT}/train/{{model}}/metrics.tsv",
-        manifest=f"{OUT}/train/{{model}}/manifest.json",
+        checkpoint=checkpoint(),
+        metrics=f"{OUT}/train/{run()}/metrics.tsv",
+        manifest=f"{OUT}/train/{run()}/manifest.json",
     log:
-        logged("train/{model}"),
+        logged(f"train/{run()}"),
     conda:
         "../../envs/torch.yaml"
     threads: 8
@@ -18,7 +18,7 @@ rule train:
     params:
         hparams=hparams,
         config=train_config,
-        state=f"{OUT}/train/{{model}}/resume.pt",  # survives a failed job: rerun to resume
+        state=f"{OUT}/train/{run()}/resume.pt",  # survives a failed job: rerun to resume
     shell:
         "mixnmt train --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --config {params.config:q} --threads {threads}"

@@ -1,12 +1,12 @@
 rule translate:
     input:
-        checkpoint=f"{OUT}/checkpoints/{{model}}.pt",
+        checkpoint=checkpoint(),
         source=ids("{testset}", SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        f"{OUT}/translations/{{model}}/{{testset}}.txt",
+        translation("{model}", "{testset}"),
     log:
-        logged("translate/{model}/{testset}"),
+        logged(f"translate/{run()}/{{testset}}"),
     conda:
         "../../envs/torch.yaml"
     threads: 2
