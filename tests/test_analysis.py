@@ -7,6 +7,7 @@ import pytest
 from conftest import TINY_MODELS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.analysis import analyse
+from mixnmt.batching import read_ids
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, architecture
 
@@ -42,10 +43,19 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
     source_ids, translation = test_set
     out = tmp_path / "analysis.json"
     path = saved(name, tiny_spm, tmp_path)
-    analyse(name, TINY_MODELS[name], path, (tiny_spm, tiny_spm), source_ids, translation, [0, 3], out)
+    references = translation  # the references stand in for a translation
+    analyse(
+        name, TINY_MODELS[name], path, (tiny_spm, tiny_spm), source_ids, translation, references, [0, 3], out
+    )
     result = json.loads(out.read_text())
     assert result["model"] == name and [s["index"] for s in result["sentences"]] == [0, 3]
     for sentence in result["sentences"]:
+        text = sentence["text"]
+        assert text["reference"] == text["translation"] == read_lines(references)[sentence["index"]]
+        assert (
+            text["source"]
+            == tokenize.Tokenizer(tiny_spm).decode([read_ids(source_ids)[sentence["index"]]])[0]
+        )
         assert sentence["source"][-1] == "</s>" and sentence["target"][-1] == "</s>"
         for weight, axes in result["axes"].items():
             shape = np.asarray(sentence["weights"][weight]).shape
@@ -68,6 +78,8 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
         k = TINY_MODELS[name]["components"] + 1
         assert len(stats["usage"]) == k and sum(stats["usage"]) == pytest.approx(1, abs=1e-3)
         assert 0 < stats["entropy"] <= math.log(k)
+        split = stats["stay"] + stats["learned"] + stats["source"]
+        assert split == pytest.approx(1, abs=1e-3) and 1 <= stats["effective"] <= k + 1e-6
         assert stats["steps"] == steps[result["axes"][weight][0]] == sum(stats["led"].values())
         assert all(
             len(tokens) <= 8 and tokens[0][1] >= tokens[-1][1] for tokens in stats["top_tokens"].values()
@@ -81,6 +93,14 @@ def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp
     for index in (5, 99):  # test_a's line 5 is empty
         with pytest.raises(MixnmtError, match=f"analysis.sentences: {index} is not a non-empty sentence"):
             analyse(
-                name, None, path, (tiny_spm, tiny_spm), source_ids, translation, [index], tmp_path / "a.json"
+                name,
+                None,
+                path,
+                (tiny_spm, tiny_spm),
+                source_ids,
+                translation,
+                translation,
+                [index],
+                tmp_path / "a.json",
             )
     assert not (tmp_path / "a.json").exists()

@@ -23,6 +23,8 @@ MODULES = {  # mixnmt subcommand -> the module it runs
     "analyse": "mixnmt.analysis",
     "score": "mixnmt.evaluate",
     "significance": "mixnmt.evaluate",
+    "contrasts": "mixnmt.evaluate",
+    "reliance": "mixnmt.reliance",
     "lengths": "mixnmt.evaluate",
     "aggregate": "mixnmt.evaluate",
     "table": "mixnmt.tables",

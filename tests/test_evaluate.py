@@ -5,7 +5,7 @@ import pytest
 import sacrebleu
 
 from mixnmt import MixnmtError
-from mixnmt.evaluate import aggregate, bleu_by_length, score, significance
+from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, score, significance
 
 HYPS = ["Ein Hund rennt im Park .", "Zwei Männer sitzen .", ""]
 REFS = ["Ein Hund rennt durch den Park .", "Zwei Männer sitzen auf einer Bank .", "Ein Kind ."]
@@ -18,19 +18,21 @@ def write(path, lines):
 
 def test_score_matches_sacrebleu_and_records_signatures(tmp_path):
     out = tmp_path / "scores" / "m" / "t.json"
-    score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, "m", "t")
+    score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, "m", "t", 1)
     result = json.loads(out.read_text())
     assert result["bleu"] == round(sacrebleu.corpus_bleu(HYPS, [REFS]).score, 2)
+    assert result["bleu_lc"] == round(sacrebleu.corpus_bleu(HYPS, [REFS], lowercase=True).score, 2)
+    assert "case:lc" in result["bleu_lc_signature"]
     assert result["chrf"] == round(sacrebleu.corpus_chrf(HYPS, [REFS]).score, 2)
     assert result["bleu"] > 0
     assert "case:mixed" in result["bleu_signature"] and "tok:13a" in result["bleu_signature"]
     assert result["chrf_signature"].startswith("nrefs:1|case:mixed")
-    assert (result["model"], result["testset"], result["sentences"]) == ("m", "t", 3)
+    assert (result["model"], result["seed"], result["testset"], result["sentences"]) == ("m", 1, "t", 3)
 
 
 def test_score_refuses_misaligned_files(tmp_path):
     with pytest.raises(MixnmtError, match=r"h has 2 lines but .*r has 3"):
-        score(write(tmp_path / "h", HYPS[:2]), write(tmp_path / "r", REFS), tmp_path / "o.json", "m", "t")
+        score(write(tmp_path / "h", HYPS[:2]), write(tmp_path / "r", REFS), tmp_path / "o.json", "m", "t", 1)
     assert not (tmp_path / "o.json").exists()
 
 
@@ -39,11 +41,13 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     for model in ("other", "base"):
         for testset in ("b", "a"):
             out = tmp_path / model / f"{testset}.json"
-            score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, model, testset)
+            score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, model, testset, 1)
             files.append(out)
         manifest = {
             "model": model,
+            "train": {"seed": 1},
             "params": len(model) * 10**6,
+            "params_no_embeddings": len(model) * 10**5,
             "steps": 7,
             "git": {"commit": "abc", "dirty": False},
         }
@@ -52,9 +56,19 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     for testset in ("a", "b"):
         hyps = {m: write(tmp_path / f"{m}.txt", HYPS) for m in ("base", "other")}
         tests.append(tmp_path / f"sig-{testset}.json")
-        significance(write(tmp_path / "r", REFS), hyps, "base", 50, testset, tests[-1])
+        significance(write(tmp_path / "r", REFS), hyps, "base", 50, testset, 1, tests[-1])
+    reliance = tmp_path / "reliance.tsv"
+    pd.DataFrame(
+        {"model": ["base", "base", "other"], "seed": 1, "position": [0, 1, 0], "difference": [0.5, 0.7, 0.25]}
+    ).to_csv(reliance, sep="\t", index=False)
     table = aggregate(
-        files, tests, manifests, tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json"
+        files,
+        tests,
+        manifests,
+        [reliance],
+        tmp_path / "scores.tsv",
+        tmp_path / "scores.md",
+        tmp_path / "m.json",
     )
     assert table.equals(pd.read_csv(tmp_path / "scores.tsv", sep="\t"))
     assert list(zip(table.testset, table.model)) == [
@@ -67,27 +81,23 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
         table.columns
     )
     assert list(table.params) == [4e6, 5e6, 4e6, 5e6] and set(table.commit) == {"abc"}
+    assert list(table.reliance) == [0.5, 0.25, 0.5, 0.25]  # position 0: all tokens
     assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
     markdown = (tmp_path / "scores.md").read_text()
-    assert markdown.startswith("| test set | model | BLEU | chrF | TER | parameters |")
-    assert "| a | other |" in markdown and "(p=" in markdown and "5.0M" in markdown
+    header = "| test set | model | seeds | BLEU | chrF | TER | BLEU (lc) | reliance | parameters |"
+    assert markdown.startswith(header + " without embeddings |")
+    assert "| a | other | 1 |" in markdown and "(p=" in markdown and "5.0M" in markdown and "500k" in markdown
     assert "Paired bootstrap against base on a" in markdown
     metrics = json.loads((tmp_path / "m.json").read_text())
-    assert metrics["a"]["other"]["bleu"] == table.bleu[1] and set(metrics["a"]["base"]) == {
-        "bleu",
-        "bleu_ci",
-        "chrf",
-        "chrf_ci",
-        "ter",
-        "ter_ci",
-    }
+    assert metrics["a"]["other"]["bleu"] == table.bleu[1]
+    assert set(metrics["a"]["base"]) == {"bleu", "bleu_lc", "chrf", "ter", "reliance"}
 
 
 def test_aggregate_names_an_unreadable_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(MixnmtError, match="bad.json: not a readable JSON file"):
-        aggregate([bad], [], [], tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json")
+        aggregate([bad], [], [], [], tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json")
     assert not (tmp_path / "scores.tsv").exists()
 
 
@@ -99,7 +109,7 @@ def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):
         "close": write(tmp_path / "close", [REFS[0]] + (HYPS * 10)[1:]),  # one sentence better
     }
     out = tmp_path / "sig.json"
-    result = significance(refs, systems, "base", 100, "t", out)
+    result = significance(refs, systems, "base", 100, "t", 1, out)
     assert json.loads(out.read_text()) == result
     rows = {row["model"]: row for row in result["systems"]}
     assert [row["model"] for row in result["systems"]] == ["base", "good", "close"]  # baseline first
@@ -115,7 +125,13 @@ def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):
 def test_significance_needs_its_baseline(tmp_path):
     with pytest.raises(MixnmtError, match="analysis.baseline: 'base' is not one of the systems"):
         significance(
-            write(tmp_path / "r", REFS), {"x": write(tmp_path / "x", HYPS)}, "base", 10, "t", tmp_path / "o"
+            write(tmp_path / "r", REFS),
+            {"x": write(tmp_path / "x", HYPS)},
+            "base",
+            10,
+            "t",
+            1,
+            tmp_path / "o",
         )
 
 
@@ -124,11 +140,30 @@ def test_bleu_by_length_buckets(tmp_path):
     refs = ["Eins zwei", "Eins zwei drei vier", "A B C D E F G", "y " * 30, ""]
     hyps = ["Eins zwei", "Eins drei vier", "A B C D E F G", "y " * 29, ""]
     src, ref, hyp = write(tmp_path / "s", sources), write(tmp_path / "r", refs), write(tmp_path / "h", hyps)
-    table = bleu_by_length(src, ref, {"m": hyp}, [2, 4, 10], "t", tmp_path / "lengths.tsv")
+    table = bleu_by_length(src, ref, {"m": hyp}, [2, 4, 10], 100, "t", tmp_path / "lengths.tsv")
     assert list(table.bucket) == ["<=2", "3-4", "5-10", ">10"]
     assert list(table.sentences) == [2, 1, 1, 1]  # the empty line counts as length 0
     expected = sacrebleu.corpus_bleu([hyps[1]], [[refs[1]]]).score
     assert table.bleu[1] == pytest.approx(expected, abs=0.01)
-    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 5)
+    assert table.bleu_ci[2] == 0 and table.bleu_ci[0] >= 0  # sacreBLEU's bootstrap interval
+    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 6)
     with pytest.raises(MixnmtError, match="analysis.length_buckets: expected increasing"):
-        bleu_by_length(src, ref, {"m": hyp}, [4, 2], "t", tmp_path / "x.tsv")
+        bleu_by_length(src, ref, {"m": hyp}, [4, 2], 100, "t", tmp_path / "x.tsv")
+
+
+def test_contrasts_are_paired_bootstraps_of_b_against_a(tmp_path):
+    refs = write(tmp_path / "ref", REFS * 10)
+    systems = {
+        "base": write(tmp_path / "base", HYPS * 10),
+        "good": write(tmp_path / "good", [*REFS[:2], "Ein Kind ."] * 10),
+    }
+    result = contrasts(refs, systems, [("base", "good")], 100, "t", 2, tmp_path / "c.json")
+    (row,) = result["contrasts"]
+    assert (row["a"], row["b"], row["seed"]) == ("base", "good", 2)
+    assert (
+        row["bleu_delta"] == pytest.approx(row["bleu_b"] - row["bleu_a"], abs=0.011) and row["bleu_delta"] > 0
+    )
+    assert row["bleu_p"] < 0.05
+    with pytest.raises(MixnmtError, match="analysis.contrasts: 'nope' is not one of the systems"):
+        contrasts(refs, systems, [("base", "nope")], 10, "t", 1, tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()

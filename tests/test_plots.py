@@ -35,6 +35,7 @@ MIX = analysis(
     {
         "encoder_responsibilities": {
             "usage": [0.6, 0.1, 0.1, 0.1, 0.1],
+            "learned": 4,
             "entropy": 1.1,
             "steps": 9,
             "led": {"0": 9},
@@ -53,6 +54,16 @@ LENGTHS = pd.DataFrame(
         "bucket": ["<=10", ">10"] * 2,
         "sentences": [3, 2, 3, 2],
         "bleu": [20.0, 10.0, 25.0, float("nan")],
+        "bleu_ci": [2.0, 3.0, 2.5, float("nan")],
+    }
+)
+USAGE = {f"decoder_responsibilities.{stat}": [0.9, 0.5] for stat in plots.USAGE}
+RELIANCE = pd.DataFrame(
+    {
+        "model": ["plain"] * 3 + ["single"] * 3,
+        "position": [0, 1, 2] * 2,
+        "tokens": [200, 100, 100] * 2,
+        "difference": [0.5, 0.8, 0.3, 1.0, 1.2, 1.1],
     }
 )
 COST = pd.DataFrame(
@@ -75,6 +86,9 @@ COST = pd.DataFrame(
         ("responsibilities", {"analyses": [MULTIHEAD, MIX]}),
         ("component_usage", {"analyses": [MIX, PLAIN]}),
         ("cost", {"cost": COST}),
+        ("reliance", {"reliance": RELIANCE}),
+        ("mixture_usage", {"metrics": {"plain": METRICS, "mix": METRICS.assign(**USAGE)}}),
+        ("mixture_usage", {"metrics": {"plain": METRICS}}),  # nothing to draw: says so
         ("alignments", {"analyses": [PLAIN, MIX]}),  # nothing to draw: says so
         ("responsibilities", {"analyses": [PLAIN]}),
     ],

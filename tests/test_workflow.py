@@ -77,29 +77,46 @@ def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
 
 
 def test_dry_run_lists_every_stage(workdir):
+    """config.yaml: every model of the grid, trained, decoded and scored once per seed."""
     result = snakemake(workdir, "-n")
     assert result.returncode == 0, result.stderr
-    n = len(MODELS)
+    n, seeds = len(MODELS), len(CONFIG["seeds"])
+    assert seeds == 3
     assert jobs(result) == {
         "aggregate": 1,
         "all": 1,
         "analyse": n,
+        "contrasts": seeds,
         "download": 6,
         "lengths": 1,
         **{f"plot_{name}": 1 for name in FIGURES},
         **{f"table_{name}": 1 for name in TABLES},
         "prepare": 3,
+        "reliance": n * seeds,
         "report": 1,
-        "score": n,
-        "significance": 1,
+        "score": n * seeds,
+        "significance": seeds,
         "speed": n,
         "spm_encode": 5,
         "spm_train": 1,
-        "train": n,
-        "translate": n,
+        "train": n * seeds,
+        "translate": n * seeds,
     }
     for model in MODELS:
-        assert f"results/multi30k/checkpoints/{model}.pt" in result.stdout
+        for seed in CONFIG["seeds"]:
+            assert f"results/multi30k/checkpoints/{model}/seed{seed}.pt" in result.stdout
+
+
+def test_cpu_experiment_runs_the_contrasts_it_names(workdir):
+    result = snakemake(workdir, "-n", "--configfile", str(ROOT / "experiments" / "cpu.yaml"))
+    assert result.returncode == 0, result.stderr
+    cpu = yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text())
+    assert jobs(result)["train"] == len(cpu["only"]) and cpu["seeds"] == [1]
+    for model in cpu["only"]:
+        assert f"results/multi30k-cpu/checkpoints/{model}/seed1.pt" in result.stdout
+    pairs = {tuple(pair) for pair in cpu["analysis"]["contrasts"]}
+    assert {("mixture-summary-k0", "mixture-summary"), ("mixture", "mixture-summary")} <= pairs
+    assert any("mixture-states" in pair for pair in pairs)
     assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
 
 
@@ -127,8 +144,9 @@ datasets:
     result = snakemake(workdir, "-n", "--configfile", extra)
     assert result.returncode == 0, result.stderr
     counts = jobs(result)
-    assert (counts["translate"], counts["score"], counts["download"]) == (10, 10, 8)
-    assert f"results/multi30k/scores/{MODELS[-1]}/test_2017_flickr.json" in result.stdout
+    runs = len(MODELS) * len(CONFIG["seeds"])
+    assert (counts["translate"], counts["score"], counts["download"]) == (2 * runs, 2 * runs, 8)
+    assert f"results/multi30k/scores/{MODELS[-1]}/seed1/test_2017_flickr.json" in result.stdout
 
 
 @pytest.mark.parametrize(

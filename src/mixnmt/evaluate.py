@@ -200,7 +200,9 @@ def aggregate(
         columns=[*keys, "testset", "bleu_ci", "bleu_p", "chrf_ci", "chrf_p", "ter", "ter_ci", "ter_p"],
     )
     reliance = (
-        pd.concat(map(read_table, reliances)) if reliances else pd.DataFrame(columns=[*keys, "position"])
+        pd.concat(map(read_table, reliances))
+        if reliances
+        else pd.DataFrame(columns=[*keys, "position", "difference"])
     )
     overall = reliance[reliance.position == 0][[*keys, "difference"]].rename(
         columns={"difference": "reliance"}
