@@ -35,7 +35,7 @@ MIX = analysis(
     {
         "encoder_responsibilities": {
             "usage": [0.6, 0.1, 0.1, 0.1, 0.1],
-            "learned": 4,
+            "components": 4,
             "entropy": 1.1,
             "steps": 9,
             "led": {"0": 9},

@@ -87,7 +87,7 @@ class ComponentUsage:
         used = bool(self.steps)
         return {
             "usage": rounded(self.usage()) if used else [],
-            "learned": self.learned,
+            "components": self.learned,
             **(self.split() if used else {}),
             "entropy": self.entropy / (self.steps * self.heads) if used else None,
             "steps": self.steps,

@@ -224,7 +224,7 @@ def responsibilities(analyses: list[dict[str, Any]]) -> Figure:
             for sentence in a["sentences"]:
                 pi = np.asarray(sentence["weights"][name]).mean(1)  # (steps, 1+K[+S])
                 read = sentence["source"] if axes[0] == "source" else ["<s>", *sentence["target"][:-1]]
-                k = a["components"][name]["learned"]
+                k = a["components"][name]["components"]
                 columns = ["stay"] + [str(j) if j % 8 == 0 else "" for j in range(1, k + 1)]
                 columns += sentence["source"][: pi.shape[1] - 1 - k]
                 panels.setdefault(title, []).append((sentence, title, pi, read, columns))
@@ -251,7 +251,7 @@ def component_usage(analyses: list[dict[str, Any]]) -> Figure:
         usage = np.asarray(stats["usage"])
         bars = ax.bar(range(len(usage)), usage, color=colors[a["model"]], width=0.8)
         bars[0].set_color("#444444")  # "stay"
-        if len(usage) > 1 + stats["learned"]:
+        if len(usage) > 1 + stats["components"]:
             bars[-1].set_color("#999999")  # the source positions, together
         ax.set_yscale("log")
         ax.set_ylabel("mean\nresponsibility")
