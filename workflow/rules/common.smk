@@ -115,7 +115,11 @@ def ids(split, lang):
 def train_config(wildcards):
     """JSON of the training settings: the `train` section plus seed and step cap."""
     return json.dumps(
-        {**config["train"], "seed": int(wildcards.seed), "max_steps": config["max_steps"]}
+        {
+            **config["train"],
+            "seed": int(wildcards.seed),
+            "max_steps": config["max_steps"],
+        }
     )
 
 
@@ -178,10 +182,14 @@ INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.
     "lengths": [f"{OUT}/tables/lengths/{testset}.tsv" for testset in TESTSETS],
     "scores": [f"{OUT}/scores.tsv"],
     "significance": expand(
-        f"{OUT}/significance/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS
+        f"{OUT}/significance/seed{{seed}}/{{testset}}.json",
+        seed=SEEDS,
+        testset=TESTSETS,
     ),
     "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
-    "contrast_runs": expand(f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS),
+    "contrast_runs": expand(
+        f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS
+    ),
     **{name: [table(name)] for name in TABLES},
 }
 

@@ -23,7 +23,11 @@ for name in MODELS:
             f"evaluated_{name}"
         input:
             [translation(name, t, seed) for t in TESTSETS for seed in SEEDS],
-            [f"{OUT}/scores/{run(name, seed)}/{t}.json" for t in TESTSETS for seed in SEEDS],
+            [
+                f"{OUT}/scores/{run(name, seed)}/{t}.json"
+                for t in TESTSETS
+                for seed in SEEDS
+            ],
             [f"{OUT}/reliance/{run(name, seed)}.tsv" for seed in SEEDS],
             f"{OUT}/speed/{name}.json",
             f"{OUT}/analysis/{name}.json",
