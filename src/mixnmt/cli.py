@@ -199,6 +199,16 @@ def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
             s.add_argument(f"--{kind}", type=Path, nargs="+", required=True, help=spec.help)
 
 
+def _add_bootstrap(s: argparse.ArgumentParser) -> None:
+    """The arguments a paired bootstrap over one seed's systems shares."""
+    s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
+    s.add_argument("--output", type=Path, required=True)
+    s.add_argument(
+        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mixnmt", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -283,23 +293,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--testset", required=True)
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--baseline", required=True, help="name of the baseline system")
-    s.add_argument("--resamples", type=int, default=1000)
-    s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
-    s.add_argument("--output", type=Path, required=True)
-    s.add_argument(
-        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
-    )
+    _add_bootstrap(s)
 
     s = command("contrasts", cmd_contrasts, "paired bootstrap of each contrast A:B (B against A)")
     s.add_argument("--testset", required=True)
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
-    s.add_argument("--resamples", type=int, default=1000)
-    s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
-    s.add_argument("--output", type=Path, required=True)
-    s.add_argument(
-        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
-    )
+    _add_bootstrap(s)
 
     s = command("lengths", cmd_lengths, "BLEU per source-length bucket")
     s.add_argument("--testset", required=True)
