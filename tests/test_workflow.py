@@ -244,14 +244,8 @@ def with_a_sixth_architecture(folder: Path) -> Path:
         '    "sixth": Sixth,\n',
     )
     (models / "__init__.py").write_text(registry)
-    tiny = {
-        **TINY,
-        "models": {
-            **TINY_MODELS,
-            "sixth": {"d_model": 24},
-            f"{FAST}-variant": {**TINY_MODELS[FAST], "arch": FAST, "dropout": 0.2},
-        },
-    }
+    added = {"sixth": {"d_model": 24}, f"{FAST}-variant": {**TINY_MODELS[FAST], "arch": FAST, "dropout": 0.2}}
+    tiny = {**TINY, "only": [*TINY["only"], *added], "models": {**TINY_MODELS, **added}}
     (folder / "tests" / "tiny.yaml").write_text(yaml.safe_dump(tiny, sort_keys=False))
     return folder
 
@@ -269,8 +263,8 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     assert result.returncode == 0, result.stderr[-3000:]
     out = workdir / "results" / "tiny"
 
-    entries = yaml.safe_load((project / "tests" / "tiny.yaml").read_text())["models"]
-    models = sorted({**CONFIG["models"], **entries})
+    tiny = yaml.safe_load((project / "tests" / "tiny.yaml").read_text())
+    entries, models = tiny["models"], sorted(tiny["only"])
     assert {"sixth", f"{FAST}-variant"} <= set(models)
     table = pd.read_csv(out / "scores.tsv", sep="\t").set_index(["testset", "model"])
     assert list(table.index) == [(t, m) for t in ("test_a", "test_b") for m in models]
@@ -281,20 +275,24 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
             assert (table.xs(name, level="model").bleu > 50).all(), table
     for model in models:
         for testset, n in (("test_a", 30), ("test_b", 20)):
-            hyps = read_lines(out / "translations" / model / f"{testset}.txt")
+            hyps = read_lines(out / "translations" / model / "seed1" / f"{testset}.txt")
             assert len(hyps) == n
-        assert read_lines(out / "translations" / model / "test_a.txt")[5] == ""  # the empty source line
-        manifest = json.loads((out / "train" / model / "manifest.json").read_text())
+        assert (
+            read_lines(out / "translations" / model / "seed1" / "test_a.txt")[5] == ""
+        )  # the empty source line
+        manifest = json.loads((out / "train" / model / "seed1" / "manifest.json").read_text())
         assert manifest["model"] == model and manifest["params"] > 0
         assert manifest["arch"] == architecture(model, entries.get(model))
-        assert f"{manifest['params']} parameters" in (out / "logs" / "train" / f"{model}.log").read_text()
-    variant = json.loads((out / "train" / f"{FAST}-variant" / "manifest.json").read_text())
+        assert (
+            f"{manifest['params']} parameters" in (out / "logs" / "train" / model / "seed1.log").read_text()
+        )
+    variant = json.loads((out / "train" / f"{FAST}-variant" / "seed1" / "manifest.json").read_text())
     assert variant["arch"] == FAST and variant["hparams"]["dropout"] == 0.2
     sixth = json.loads((out / "analysis" / "sixth.json").read_text())
     assert (
         sixth["axes"] == {"alignment": ["target", "source"]} and sixth["sentences"][0]["weights"]["alignment"]
     )
-    metrics = pd.read_csv(out / "train" / FAST / "metrics.tsv", sep="\t")
+    metrics = pd.read_csv(out / "train" / FAST / "seed1" / "metrics.tsv", sep="\t")
     assert len(metrics) == 40 and metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
 
     # The analysis: every table and figure, and the report that gathers them.
@@ -321,6 +319,16 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     analyses = [json.loads((out / "analysis" / f"{m}.json").read_text()) for m in models]
     mixtures = {a["model"] for a in analyses if any(axes[-1] == "component" for axes in a["axes"].values())}
     assert mixtures and set(components.model) == mixtures
+    contrasts = pd.read_csv(out / "tables" / "contrasts.tsv", sep="\t")
+    pairs = [tuple(pair) for pair in tiny["analysis"]["contrasts"]]
+    assert list(zip(contrasts.a, contrasts.b)) == pairs * 2 and contrasts.bleu_p.notna().all()
+    reliance = pd.read_csv(out / "tables" / "reliance.tsv", sep="\t")
+    overall = reliance[reliance.position == 0].set_index("model").difference
+    assert sorted(overall.index) == models and (overall > 0).all()  # every tiny model reads its source
+    assert table.reliance.notna().all() and table.bleu_lc.notna().all()
+    for name in mixtures:
+        usage = pd.read_csv(out / "train" / name / "seed1" / "metrics.tsv", sep="\t")
+        assert any(column.endswith(".effective") for column in usage.columns), name
     for name in FIGURES:
         png = (out / "figures" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name
