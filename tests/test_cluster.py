@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import tinydata
-from conftest import FAST, ROOT
+from conftest import FAST, ROOT, TINY
 
 
 def cluster_state() -> str | None:
@@ -44,7 +44,7 @@ def test_tiny_experiment_through_the_slurm_profile(tmp_path):
     GPU training job, a GPU translation job and the summary group."""
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     tinydata.write_corpus(tmp_path / "data" / "tiny-source")
-    target = f"results/tiny/scores/{FAST}/test_a.json"
+    target = f"results/tiny/scores/{FAST}/seed{TINY['seeds'][0]}/test_a.json"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),

@@ -86,7 +86,7 @@ def test_analysis_weights_are_distributions_that_skip_padding(name):
         w = weights[key]
         # candidates: "stay", the learned components, and the source positions where the
         # decoder's first mixture reads them
-        first_decoder = next(k for k in axes_of if k.startswith("decoder"))
+        first_decoder = next((k for k in axes_of if k.startswith("decoder")), None)
         reads_source = hp.get("source") == "states" and key == first_decoder
         sizes["component"] = 1 + model.learned_components + 9 * reads_source
         assert w.shape == (3, *(sizes[a] for a in axes)), key
