@@ -72,13 +72,15 @@ class Mix(nn.Module):
         h = self.heads
         query, k_self, v_self = self.qkv(q).view(b, 3, h, d // h).unbind(1)  # (B, H, dh) each
         scores = [(query * k_self).sum(-1, keepdim=True), torch.einsum("bhd,khd->bhk", query, memory.keys)]
-        values = [v_self[:, :, None], memory.values.transpose(0, 1).expand(b, -1, -1, -1)]  # (B, H, n, dh)
         if memory.source_keys is not None:
             source = torch.einsum("bhd,bshd->bhs", query, memory.source_keys)
             scores.append(source.masked_fill(~memory.source_mask[:, None], -math.inf))
-            values.append(memory.source_values.transpose(1, 2))
         pi = (torch.cat(scores, -1) / math.sqrt(d // h)).softmax(-1)  # (B, H, 1+K[+S])
-        update = torch.einsum("bhn,bhnd->bhd", pi, torch.cat(values, 2))
+        # pi . values, one candidate group at a time (no (B, H, n, dh) copy of the bank per step)
+        pi_self, pi_bank, pi_source = pi.split([1, len(memory.keys), pi.size(-1) - 1 - len(memory.keys)], -1)
+        update = pi_self * v_self + torch.einsum("bhk,khd->bhd", pi_bank, memory.values)
+        if memory.source_values is not None:
+            update = update + torch.einsum("bhs,bshd->bhd", pi_source, memory.source_values)
         return update.reshape(b, d), pi
 
 
