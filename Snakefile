@@ -4,7 +4,11 @@
 # weights, tables) -> report (figures, report.html). Helpers live in rules/common.smk;
 # rules/targets.smk names the targets of the stages in dvc.yaml.
 
+from snakemake.logging import logger
 from snakemake.utils import min_version
+
+from mixnmt.config import cpu_notice
+from mixnmt.device import pick_device
 
 min_version("9.0")
 
@@ -28,3 +32,11 @@ rule all:
     input:
         f"{OUT}/scores.tsv",
         f"{OUT}/report.html",
+
+
+onstart:
+    # A newcomer without a GPU learns how long the full study takes here before it starts.
+    if workflow.local_exec and pick_device().type == "cpu":
+        notice = cpu_notice(config, workflow.cores)
+        if notice:
+            logger.warning(notice)

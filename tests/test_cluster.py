@@ -49,7 +49,8 @@ def test_tiny_experiment_through_the_slurm_profile(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
          "--profile", str(ROOT / "profiles" / "slurm"), "--configfile", str(ROOT / "tests" / "tiny.yaml"),
-         "--slurm-status-command", "squeue", "--slurm-no-account", target],
+         "--slurm-status-command", "squeue", "--slurm-no-account",
+         "--slurm-init-seconds-before-status-checks", "2", target],  # a test cluster answers at once
         capture_output=True, text=True, env=env, timeout=1200,
     )  # fmt: skip
     log = result.stdout + result.stderr

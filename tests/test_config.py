@@ -92,3 +92,17 @@ def test_no_roster_outside_the_registry():
         f"{p.relative_to(ROOT)}:{line}: {s}" for p in files for line, s in string_literals(p) if s in quoted
     ]
     assert found == []
+
+
+def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():
+    from mixnmt.config import CPU_EPOCH_SECONDS, cpu_notice, selected
+
+    notice = cpu_notice(CONFIG, cores=2)
+    runs = len(selected(CONFIG)) * len(CONFIG["seeds"])
+    hours = runs * CONFIG["train"]["epochs"] * CPU_EPOCH_SECONDS / 3600
+    assert f"{len(selected(CONFIG))} models x {len(CONFIG['seeds'])} seeds" in notice
+    assert f"roughly {hours:.0f} hours on 2 CPU cores" in notice
+    assert "--configfile experiments/cpu.yaml" in notice
+    assert cpu_notice(CONFIG, cores=16) != notice  # more cores, less time
+    short = copy.deepcopy(CONFIG) | {"seeds": [1], "only": [CONFIG["analysis"]["baseline"]]}
+    assert cpu_notice({**short, "train": {**CONFIG["train"], "epochs": 3}}, cores=2) is None

@@ -1,16 +1,13 @@
 import itertools
 import math
-import re
 
 import pytest
 import torch
 
-from conftest import FAST, TINY_MODELS, VARIANTS, decode_config, tiny_model
-from mixnmt import MixnmtError, checkpoint
+from conftest import FAST, VARIANTS, decode_config, tiny_model
 from mixnmt.batching import pad
-from mixnmt.decode import beam_search, greedy, next_logprobs, translate, translate_ids
-from mixnmt.files import read_lines
-from mixnmt.tokenize import BOS, EOS, UNK, Tokenizer
+from mixnmt.decode import beam_search, greedy, next_logprobs, translate_ids
+from mixnmt.tokenize import BOS, EOS, UNK
 
 
 def model_for(name, vocab, seed=0):
@@ -88,65 +85,3 @@ def test_translate_ids_keeps_order_empty_lines_and_batch_independence(beam):
     assert batched[3] == []
     limits = [math.floor(config.max_len_a * (len(s) + 1)) + config.max_len_b for s in srcs]
     assert all(len(h) < lim for h, lim in zip(batched, limits))
-
-
-@pytest.fixture
-def random_checkpoint(tiny_spm, tmp_path):
-    tok = Tokenizer(tiny_spm)
-    model = model_for(FAST, len(tok))
-    record = checkpoint.vocab_record(tok)
-    path = tmp_path / "model.pt"
-    arch, hparams, model = tiny_model(FAST, len(tok), dropout=0.0)
-    checkpoint.save(path, FAST, arch, hparams, model, {"src": record, "tgt": record, "shared": True})
-    return path
-
-
-def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, tmp_path):
-    ids = tmp_path / "test.ids"
-    ids.write_text("10 11 12\n\n13\n\n14 15\n\n")
-    out = tmp_path / "out" / "test.txt"
-    translate(random_checkpoint, ids, (tiny_spm, tiny_spm), out, decode_config(beam=2, max_len_b=4))
-    lines = read_lines(out)
-    assert len(lines) == 6
-    assert {1, 3, 5} <= {i for i, line in enumerate(lines) if not line}
-
-
-OTHER = next(name for name in TINY_MODELS if name != FAST)
-D_MODEL = TINY_MODELS[FAST]["d_model"]
-
-
-@pytest.mark.parametrize(
-    ("model", "hparams", "message"),
-    [
-        (OTHER, {}, f"holds model {FAST!r}, not {OTHER!r}"),
-        (FAST, {"arch": OTHER}, f"a {FAST!r} model, but models.{FAST}.arch is {OTHER!r}"),
-        (
-            FAST,
-            {"d_model": 2 * D_MODEL},
-            f"trained with models.{FAST}.d_model={D_MODEL}, but the config says {2 * D_MODEL}",
-        ),
-        (FAST, {"dropout": 0.3}, f"trained with models.{FAST}.dropout=0.0, but the config says 0.3"),
-    ],
-)
-def test_checkpoint_not_matching_the_config_is_refused(
-    random_checkpoint, tiny_spm, tmp_path, model, hparams, message
-):
-    ids = tmp_path / "test.ids"
-    ids.write_text("10 11 12\n")
-    out = tmp_path / "out" / "test.txt"
-    config = {**TINY_MODELS[FAST], "dropout": 0.0, **hparams}  # the checkpoint's, but for `hparams`
-    if "arch" in hparams:
-        config = {"arch": hparams["arch"], **TINY_MODELS[hparams["arch"]]}
-    with pytest.raises(MixnmtError, match=re.escape(message)):
-        translate(random_checkpoint, ids, (tiny_spm, tiny_spm), out, decode_config(), model, config)
-    assert not out.exists()
-
-
-def test_checkpoint_with_another_vocabulary_is_refused(random_checkpoint, tiny_source, tmp_path):
-    from mixnmt import tokenize
-
-    other = tmp_path / "other.model"
-    tokenize.train([tiny_source / "train.en"], other, vocab_size=40)
-    tok = Tokenizer(other)
-    with pytest.raises(MixnmtError, match="trained with a different src vocabulary"):
-        checkpoint.load_model(random_checkpoint, tok, tok)

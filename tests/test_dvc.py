@@ -3,6 +3,8 @@ checkpoints, and data.dvc pins the published Multi30k files."""
 
 from __future__ import annotations
 
+import ast
+import json
 import os
 import shutil
 import subprocess
@@ -14,11 +16,12 @@ import yaml
 from snakemake.utils import update_config
 
 import tinydata
-from conftest import FAST, ROOT, TINY_MODELS
+from conftest import CONFIG, FAST, ROOT, TINY
 from mixnmt.files import sha256sum
 
 MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
-MODELS = list(TINY_MODELS)
+# the baseline and one more: two tiny models show every stage and keep the test short
+MODELS = [TINY.get("analysis", {}).get("baseline") or CONFIG["analysis"]["baseline"], FAST]
 
 
 def run(*command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -45,8 +48,9 @@ def project(folder: Path, overlay: Path | None = None) -> Path:
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     if overlay:
         update_config(config, yaml.safe_load(overlay.read_text()))
-    if config["only"]:  # DVC has a stage pair per entry of `models`: keep the experiment's only
-        config["models"] = {name: config["models"][name] for name in config["only"]}
+    if config["only"]:  # DVC has a stage pair per entry of `models`: keep MODELS of the experiment's
+        config["models"] = {name: config["models"][name] for name in MODELS}
+        config["analysis"]["contrasts"] = [MODELS]
         config["only"] = None
     (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     run("git", "init", "-q", cwd=folder)
@@ -61,6 +65,11 @@ def snakemake(folder: Path, *args: str) -> subprocess.CompletedProcess:
 
 def stages_run(output: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
+
+
+def stale(work: Path) -> set[str]:
+    """The stages `dvc status` says must run again."""
+    return set(json.loads(run("dvc", "status", "--json", cwd=work).stdout))
 
 
 @pytest.mark.slow
@@ -85,9 +94,16 @@ def test_dvc_repro_push_and_pull(tmp_path):
     again = run("dvc", "repro", cwd=work)
     assert stages_run(again.stdout) == set() and "Data and pipelines are up to date" in again.stdout
 
+    # Narrow dependencies: a figure's code, or the report's rules, change the report only;
+    # one model's hyperparameter, that model's stages and the report.
+    for edited in ("src/mixnmt/plots.py", "workflow/rules/report.smk"):
+        with open(work / edited, "a") as f:
+            f.write("# a comment\n")
+        assert stale(work) == {"report"}, edited
     config = yaml.safe_load((work / "config.yaml").read_text())
     config["models"][FAST]["dropout"] = 0.2
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert stale(work) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
     changed = run("dvc", "repro", cwd=work)
     assert stages_run(changed.stdout) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
 
@@ -125,3 +141,73 @@ def test_dvc_status_is_clean_after_downloading_from_the_mirror(tmp_path):
     run("dvc", "commit", "--force", "data.dvc", cwd=work)  # cache the download, as `dvc pull` would
     assert (work / "data.dvc").read_text() == (ROOT / "data.dvc").read_text()  # the recorded hash held
     assert "Data and pipelines are up to date" in run("dvc", "status", "data.dvc", cwd=work).stdout
+
+
+# The mixnmt commands each stage's Snakemake target runs (workflow/rules/*.smk).
+STAGE_COMMANDS = {
+    "prepare": ["download", "prepare", "spm_train", "spm_encode"],
+    "train": ["train"],
+    "evaluate": ["translate", "score", "speed", "analyse", "reliance"],
+    "report": ["significance", "contrasts", "lengths", "aggregate", "table", "plot", "report"],
+}
+
+
+def module_file(module: str) -> Path:
+    path = ROOT / "src" / Path(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def imported(tree: ast.AST) -> set[str]:
+    """The mixnmt modules a piece of code imports, anywhere in it (also inside functions)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mixnmt"):
+            found.add(node.module)
+            found |= {
+                f"{node.module}.{a.name}"
+                for a in node.names
+                if module_file(f"{node.module}.{a.name}").exists()
+            }
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("mixnmt")}
+    return found
+
+
+def closure(modules: set[str]) -> set[str]:
+    """`modules`, their packages and everything they import, transitively."""
+    seen: set[str] = set()
+    todo = list(modules)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            parts = module.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+            todo += imported(ast.parse(module_file(module).read_text()))
+    return seen
+
+
+def test_each_stage_depends_on_the_code_its_commands_run():
+    """dvc.yaml's dependencies cover every module a stage's `mixnmt` commands import (the
+    command's function in cli.py and what it calls there), so narrowing them never hides
+    a change that alters a result."""
+    cli = ast.parse((ROOT / "src" / "mixnmt" / "cli.py").read_text())
+    functions = {node.name: node for node in cli.body if isinstance(node, ast.FunctionDef)}
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    assert set(stages) == set(STAGE_COMMANDS)
+    for stage, commands in STAGE_COMMANDS.items():
+        deps = [Path(d) for d in (stages[stage].get("deps") or stages[stage]["do"]["deps"])]
+        run_code = set()
+        for command in commands:
+            function = functions[f"cmd_{command}"]
+            called = [
+                n.func.id
+                for n in ast.walk(function)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            ]
+            for name in [f"cmd_{command}", *(c for c in called if c in functions)]:
+                run_code |= imported(functions[name])
+        for module in closure(run_code):
+            path = module_file(module).relative_to(ROOT)
+            assert any(path == d or d in path.parents for d in deps), (stage, str(path))
+    assert Path("src/mixnmt/plots.py") not in {Path(d) for d in stages["train"]["do"]["deps"]}

@@ -6,6 +6,7 @@ import sacrebleu
 
 from mixnmt import MixnmtError
 from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, score, significance
+from mixnmt.report import markdown_scores
 
 HYPS = ["Ein Hund rennt im Park .", "Zwei Männer sitzen .", ""]
 REFS = ["Ein Hund rennt durch den Park .", "Zwei Männer sitzen auf einer Bank .", "Ein Kind ."]
@@ -61,15 +62,7 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     pd.DataFrame(
         {"model": ["base", "base", "other"], "seed": 1, "position": [0, 1, 0], "difference": [0.5, 0.7, 0.25]}
     ).to_csv(reliance, sep="\t", index=False)
-    table = aggregate(
-        files,
-        tests,
-        manifests,
-        [reliance],
-        tmp_path / "scores.tsv",
-        tmp_path / "scores.md",
-        tmp_path / "m.json",
-    )
+    table, read = aggregate(files, tests, manifests, [reliance], tmp_path / "scores.tsv", tmp_path / "m.json")
     assert table.equals(pd.read_csv(tmp_path / "scores.tsv", sep="\t"))
     assert list(zip(table.testset, table.model)) == [
         ("a", "base"),
@@ -83,7 +76,7 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     assert list(table.params) == [4e6, 5e6, 4e6, 5e6] and set(table.commit) == {"abc"}
     assert list(table.reliance) == [0.5, 0.25, 0.5, 0.25]  # position 0: all tokens
     assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
-    markdown = (tmp_path / "scores.md").read_text()
+    markdown = markdown_scores(table, read)
     header = "| test set | model | seeds | BLEU | chrF | TER | BLEU (lc) | reliance | parameters |"
     assert markdown.startswith(header + " without embeddings |")
     assert "| a | other | 1 |" in markdown and "(p=" in markdown and "5.0M" in markdown and "500k" in markdown
@@ -97,7 +90,7 @@ def test_aggregate_names_an_unreadable_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(MixnmtError, match="bad.json: not a readable JSON file"):
-        aggregate([bad], [], [], [], tmp_path / "scores.tsv", tmp_path / "scores.md", tmp_path / "m.json")
+        aggregate([bad], [], [], [], tmp_path / "scores.tsv", tmp_path / "m.json")
     assert not (tmp_path / "scores.tsv").exists()
 
 

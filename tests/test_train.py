@@ -111,14 +111,14 @@ def test_max_steps_caps_training_mid_epoch(files):
 
 
 def test_same_seed_gives_byte_identical_checkpoints_and_translations(files, tiny_ids, tiny_spm, tmp_path):
-    from mixnmt.decode import translate
+    from mixnmt.translator import translate_file
 
     digests = []
     for attempt in ("a", "b"):
         out = tmp_path / attempt
         again = elsewhere(files, out)
         train(FAST, HPARAMS, TrainConfig(**{**CONFIG, "epochs": 3}), again)
-        translate(
+        translate_file(
             again.checkpoint,
             tiny_ids / "valid.en",
             (tiny_spm, tiny_spm),

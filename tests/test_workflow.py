@@ -286,6 +286,17 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert (
             f"{manifest['params']} parameters" in (out / "logs" / "train" / model / "seed1.log").read_text()
         )
+    # A sentence typed at `mixnmt translate --text` gets the translation the workflow made.
+    first = read_lines(out / "corpus" / "test_a.en")[0]
+    spm = out / "spm" / "joint.model"
+    typed = subprocess.run(
+        [Path(sys.executable).parent / "mixnmt", "translate", "--text", "--checkpoint",
+         out / "checkpoints" / FAST / "seed1.pt", "--spm", spm, spm,
+         "--configfile", project / "config.yaml", project / "tests" / "tiny.yaml"],
+        input=f"{first}\n", capture_output=True, text=True,
+    )  # fmt: skip
+    assert typed.returncode == 0, typed.stderr
+    assert typed.stdout == read_lines(out / "translations" / FAST / "seed1" / "test_a.txt")[0] + "\n"
     variant = json.loads((out / "train" / f"{FAST}-variant" / "seed1" / "manifest.json").read_text())
     assert variant["arch"] == FAST and variant["hparams"]["dropout"] == 0.2
     sixth = json.loads((out / "analysis" / "sixth.json").read_text())

@@ -87,11 +87,24 @@ def cmd_train(a: argparse.Namespace) -> None:
 
 
 def cmd_translate(a: argparse.Namespace) -> None:
-    from mixnmt.decode import DecodeConfig, translate
+    from mixnmt.decode import DecodeConfig
+    from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
 
     _set_threads(a.threads)
-    config = config_section(DecodeConfig, "decode", a.config)
-    translate(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams)
+    config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
+    stdio = {None, Path("-")}
+    if a.text:
+        translator = Translator.load(a.checkpoint, tuple(a.spm), config, a.model, a.hparams)
+        translate_text(
+            translator, None if a.input in stdio else a.input, None if a.output in stdio else a.output
+        )
+    elif a.input in stdio or a.output in stdio:
+        raise MixnmtError(
+            "source ids come from a file and go to a file (INPUT and OUTPUT); "
+            "for text on standard input or output, add --text"
+        )
+    else:
+        translate_file(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams)
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -102,8 +115,11 @@ def cmd_score(a: argparse.Namespace) -> None:
 
 def cmd_aggregate(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import aggregate
+    from mixnmt.files import write_text
+    from mixnmt.report import markdown_scores
 
-    aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.markdown, a.metrics)
+    table, tests = aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.metrics)
+    write_text(a.markdown, markdown_scores(table, tests))
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
@@ -262,15 +278,23 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--state", type=Path, required=True, help="resumable state, kept only while training")
     s.add_argument("--threads", type=int)
 
-    s = command("translate", cmd_translate, "translate a file of source ids into text")
+    s = command("translate", cmd_translate, "translate source ids, or raw text with --text")
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
-    s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
+    s.add_argument("--config", type=_json, help="JSON: the decoding settings")
+    s.add_argument(
+        "--configfile",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="or config files to take `decode:` from, overlays last (default: config.yaml)",
+    )
+    s.add_argument("--text", action="store_true", help="INPUT is raw text (default: standard input)")
     s.add_argument("--model", metavar="NAME", help="refuse a checkpoint of another model")
     s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument("--threads", type=int)
-    s.add_argument("input", type=Path)
-    s.add_argument("output", type=Path)
+    s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
+    s.add_argument("output", type=Path, nargs="?", help="translations (with --text, - or none: stdout)")
 
     s = command("score", cmd_score, "BLEU, chrF and lowercased BLEU of a translation against its references")
     s.add_argument("--model", required=True)

@@ -9,6 +9,10 @@ from typing import Any
 from mixnmt import MixnmtError
 from mixnmt.models import resolve
 
+CPU_EPOCH_SECONDS = 240
+"""One Multi30k epoch of a model of config.yaml's sizes on 2 CPU cores, as measured in
+results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded): the basis of `cpu_notice`."""
+
 
 def selected(config: dict[str, Any]) -> list[str]:
     """The models this experiment trains: `only`, or every entry of `models`."""
@@ -48,3 +52,18 @@ def check(config: dict[str, Any]) -> None:
                 )
         if pair[0] == pair[1]:
             raise MixnmtError(f"analysis.contrasts.{i}: compares {pair[0]!r} with itself")
+
+
+def cpu_notice(config: dict[str, Any], cores: int) -> str | None:
+    """What training `config` means on `cores` CPU cores, if it would take hours, and
+    where the short CPU experiment is; None when that is quick."""
+    models, seeds, epochs = len(selected(config)), len(config["seeds"]), config["train"]["epochs"]
+    hours = models * seeds * epochs * CPU_EPOCH_SECONDS * 2 / cores / 3600
+    if hours < 2:
+        return None
+    return (
+        f"no GPU here: this run trains {models} models x {seeds} seeds for up to {epochs} epochs "
+        f"each, roughly {hours:.0f} hours on {cores} CPU cores for Multi30k. The CPU experiment "
+        "(one seed, three epochs, under two hours on 2 cores) is "
+        "`snakemake --cores all --configfile experiments/cpu.yaml`."
+    )

@@ -1,4 +1,4 @@
-"""Batched greedy and beam search over any model's encode/step interface, and `translate`."""
+"""Batched greedy and beam search over any model's encode/step interface, and decoding speed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from torch import Tensor
 from mixnmt import checkpoint
 from mixnmt.batching import pad, read_ids
 from mixnmt.device import peak_memory_mb
-from mixnmt.files import write_json, write_lines
+from mixnmt.files import write_json
 from mixnmt.models import Seq2Seq, reorder
 from mixnmt.tokenize import BOS, EOS, PAD
 
@@ -157,39 +157,6 @@ def translate_ids(
         for i, hyp in zip(chunk, search(model, src, config)):
             out[i] = hyp
     return out
-
-
-def translate(
-    checkpoint_path: Path,
-    source_ids: Path,
-    spm_files: tuple[Path, Path],
-    output: Path,
-    config: DecodeConfig,
-    name: str | None = None,
-    entry: dict | None = None,
-) -> None:
-    """Decode a file of source ids into detokenised text, exactly one line per source line.
-
-    With `name` and `entry` (the config's `models.<name>`), a checkpoint of another model
-    or with other hyperparameters is refused.
-    """
-    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-    sources = read_ids(source_ids)
-    start = time.perf_counter()
-    hyps = translate_ids(loaded.model, sources, config, loaded.device)
-    seconds = time.perf_counter() - start
-    # A line break inside a hypothesis would break the one-line-per-source invariant.
-    lines = [" ".join(text.split()) for text in loaded.target.decode(hyps)]
-    write_lines(output, lines)
-    log.info(
-        "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",
-        checkpoint_path,
-        len(lines),
-        config.beam,
-        seconds,
-        len(lines) / seconds,
-        output,
-    )
 
 
 def measure_speed(

@@ -13,8 +13,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
 
 from mixnmt import MixnmtError
-from mixnmt.files import read_json, read_lines, read_table, write_json, write_table, write_text
-from mixnmt.report import markdown_scores
+from mixnmt.files import read_json, read_lines, read_table, write_json, write_table
 
 log = logging.getLogger(__name__)
 
@@ -167,14 +166,13 @@ def aggregate(
     manifests: list[Path],
     reliances: list[Path],
     output: Path,
-    markdown: Path,
     metrics: Path,
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, list[dict]]:
     """One row per test set x model x seed: BLEU, chrF, TER with 95% intervals and
     p-values against the baseline, lowercased BLEU, source reliance (nats/token), the
     metric signatures, and the training run (parameters, steps, git commit) from its
-    manifest. Also as Markdown (means and standard deviations over seeds), and as JSON
-    metrics {testset: {model: {metric: mean over seeds}}} for `dvc metrics`."""
+    manifest. Also as JSON metrics {testset: {model: {metric: mean over seeds}}} for
+    `dvc metrics`. Returns the table and the significance tests it read."""
     keys = ["model", "seed"]
     runs = pd.DataFrame(
         [
@@ -216,7 +214,6 @@ def aggregate(
         .reset_index(drop=True)
     )
     write_table(output, table)
-    write_text(markdown, markdown_scores(table, tests))
     numbers = ["bleu", "bleu_lc", "chrf", "ter", "reliance"]
     means = table.groupby(["testset", "model"], sort=False)[numbers].mean()
     nested: dict[str, dict] = {}
@@ -225,4 +222,4 @@ def aggregate(
             k: round(float(v), 4) for k, v in row.items() if not pd.isna(v)
         }
     write_json(metrics, nested)
-    return table
+    return table, tests

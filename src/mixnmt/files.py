@@ -85,14 +85,20 @@ def read_lines(path: str | os.PathLike) -> list[str]:
             data = gzip.decompress(data)
         except (OSError, EOFError) as e:
             raise MixnmtError(f"{path}: not a valid gzip file ({e})") from None
+    return split_lines(data, str(path))
+
+
+def split_lines(data: bytes, name: str, first: int = 1) -> list[str]:
+    """The lines of UTF-8 text `data` (see `read_lines`); `name` says where it came from,
+    `first` is the number of its first line."""
     if not data:
         return []
     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise MixnmtError(f"{path}: invalid UTF-8 at line {line}") from None
+        line = data.count(b"\n", 0, e.start) + first
+        raise MixnmtError(f"{name}: invalid UTF-8 at line {line}") from None
     return text.removesuffix("\n").split("\n")
 
 

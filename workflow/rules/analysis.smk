@@ -7,6 +7,8 @@ rule lengths:
         f"{OUT}/tables/lengths/{{testset}}.tsv",
     log:
         logged("lengths/{testset}"),
+    group:
+        "summary"
     conda:
         "../../envs/text.yaml"
     params:
@@ -29,6 +31,8 @@ rule speed:
         f"{OUT}/speed/{{model}}.json",
     log:
         logged("speed/{model}"),
+    benchmark:
+        benchmarked("speed/{model}")
     conda:
         "../../envs/torch.yaml"
     threads: 8
@@ -53,6 +57,8 @@ rule reliance:
         f"{OUT}/reliance/{run()}.tsv",
     log:
         logged(f"reliance/{run()}"),
+    benchmark:
+        benchmarked(f"reliance/{run()}")
     conda:
         "../../envs/torch.yaml"
     threads: 2
@@ -80,6 +86,8 @@ rule analyse:
         f"{OUT}/analysis/{{model}}.json",
     log:
         logged("analyse/{model}"),
+    benchmark:
+        benchmarked("analyse/{model}")
     conda:
         "../../envs/torch.yaml"
     threads: 2
@@ -108,6 +116,8 @@ for name, spec in TABLES.items():
             table(name),
         log:
             logged(f"table/{name}"),
+        group:
+            "summary"
         conda:
             "../../envs/text.yaml"
         params:

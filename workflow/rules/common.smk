@@ -49,6 +49,11 @@ def logged(path):
     return f"{OUT}/logs/{path}.log"
 
 
+def benchmarked(path):
+    """Wall time and memory of a heavy job: results/<experiment>/benchmarks/<path>.tsv."""
+    return f"{OUT}/benchmarks/{path}.tsv"
+
+
 # --- data ---------------------------------------------------------------------------
 
 

@@ -3,6 +3,8 @@ rule download:
         "data/{dataset}/{file}",
     log:
         logged("download/{dataset}/{file}"),
+    group:
+        "data"
     conda:
         "../../envs/text.yaml"
     params:
@@ -21,6 +23,8 @@ rule prepare:
         tgt=f"{OUT}/corpus/{{split}}.{TGT}",
     log:
         logged("prepare/{split}"),
+    group:
+        "data"
     conda:
         "../../envs/text.yaml"
     params:

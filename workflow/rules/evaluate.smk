@@ -6,6 +6,8 @@ rule score:
         f"{OUT}/scores/{run()}/{{testset}}.json",
     log:
         logged(f"score/{run()}/{{testset}}"),
+    group:
+        "summary"
     conda:
         "../../envs/text.yaml"
     shell:
@@ -21,6 +23,8 @@ rule significance:
         f"{OUT}/significance/seed{{seed}}/{{testset}}.json",
     log:
         logged("significance/seed{seed}/{testset}"),
+    group:
+        "summary"
     conda:
         "../../envs/text.yaml"
     params:
@@ -41,6 +45,8 @@ rule contrasts:
         f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json",
     log:
         logged("contrasts/seed{seed}/{testset}"),
+    group:
+        "summary"
     conda:
         "../../envs/text.yaml"
     params:
@@ -70,6 +76,8 @@ rule aggregate:
         metrics=f"{OUT}/scores.json",
     log:
         logged("aggregate"),
+    group:
+        "summary"
     conda:
         "../../envs/text.yaml"
     shell:

@@ -14,6 +14,8 @@ for name, spec in FIGURES.items():
             svg=f"{OUT}/figures/{name}.svg",
         log:
             logged(f"plot/{name}"),
+        group:
+            "summary"
         conda:
             "../../envs/plots.yaml"
         params:
@@ -39,6 +41,8 @@ rule report:
         f"{OUT}/report.html",
     log:
         logged("report"),
+    group:
+        "summary"
     conda:
         "../../envs/plots.yaml"
     params:

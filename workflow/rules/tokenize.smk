@@ -5,6 +5,8 @@ rule spm_train:
         f"{OUT}/spm/{{name}}.model",
     log:
         logged("spm_train/{name}"),
+    group:
+        "data"
     conda:
         "../../envs/text.yaml"
     params:
@@ -24,6 +26,8 @@ rule spm_encode:
         ids("{split}", "{lang}"),
     log:
         logged("spm_encode/{split}.{lang}"),
+    group:
+        "data"
     conda:
         "../../envs/text.yaml"
     shell:

@@ -9,6 +9,8 @@ rule train:
         manifest=f"{OUT}/train/{run()}/manifest.json",
     log:
         logged(f"train/{run()}"),
+    benchmark:
+        benchmarked(f"train/{run()}")
     conda:
         "../../envs/torch.yaml"
     threads: 8

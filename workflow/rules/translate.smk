@@ -7,6 +7,8 @@ rule translate:
         translation("{model}", "{testset}"),
     log:
         logged(f"translate/{run()}/{{testset}}"),
+    benchmark:
+        benchmarked(f"translate/{run()}/{{testset}}")
     conda:
         "../../envs/torch.yaml"
     threads: 2

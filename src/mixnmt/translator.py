@@ -1,0 +1,155 @@
+"""Trained models as translators: text in, detokenised text out.
+
+    from mixnmt.translator import Translator
+    Translator.load("results/multi30k-cpu/checkpoints/attention/seed1.pt",
+                    "results/multi30k-cpu/spm/joint.model").translate(["A man is riding a bike."])
+
+`translate_file` is what the workflow runs (a file of source ids, from `mixnmt spm-encode`);
+`mixnmt translate --text` reads raw text from a file or standard input.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import yaml
+
+from mixnmt import MixnmtError, checkpoint, config_section
+from mixnmt.batching import read_ids
+from mixnmt.data import normalise
+from mixnmt.decode import DecodeConfig, translate_ids
+from mixnmt.files import read_lines, split_lines, write_lines
+
+log = logging.getLogger(__name__)
+
+STDIN = "<stdin>"
+CONFIG = Path("config.yaml")
+"""Where the decoding settings come from unless given: the repository's configuration."""
+
+
+def decode_settings(*paths: str | Path) -> DecodeConfig:
+    """The `decode` section of config files (config.yaml if none), later files overriding
+    earlier ones as Snakemake's `--configfile` overlays do."""
+    section: dict = {}
+    for path in paths or (CONFIG,):
+        try:
+            config = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except OSError as e:
+            raise MixnmtError(
+                f"{path}: cannot read the decoding settings ({e.strerror}); "
+                "run from the repository root or name the config file"
+            ) from None
+        except yaml.YAMLError as e:
+            raise MixnmtError(f"{path}: not a YAML config ({' '.join(str(e).split())})") from None
+        if not isinstance(config, dict) or not isinstance(config.get("decode", {}), dict):
+            raise MixnmtError(f"{path}: expected a config with a `decode:` mapping")
+        section |= config.get("decode", {})
+    return config_section(DecodeConfig, "decode", section)
+
+
+@dataclass(frozen=True)
+class Translator:
+    """A trained model with its tokenizers and decoding settings."""
+
+    inference: checkpoint.Inference
+    config: DecodeConfig
+
+    @classmethod
+    def load(
+        cls,
+        checkpoint_path: str | Path,
+        spm: str | Path | tuple[str | Path, str | Path],
+        config: DecodeConfig | None = None,
+        name: str | None = None,
+        entry: dict | None = None,
+    ) -> Translator:
+        """The model at `checkpoint_path` with its SentencePiece model(s) (one path when the
+        vocabulary is shared, else source and target). `config` defaults to config.yaml's
+        `decode` section; `name` and `entry` refuse a checkpoint of another model (see
+        `checkpoint.load_model`)."""
+        spm_files = (Path(spm),) * 2 if isinstance(spm, str | Path) else (Path(spm[0]), Path(spm[1]))
+        loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
+        return cls(loaded, config or decode_settings())
+
+    def translate_ids(self, sources: list[list[int]]) -> list[str]:
+        """One detokenised line per source (ids); an empty source gives an empty line."""
+        hyps = translate_ids(self.inference.model, sources, self.config, self.inference.device)
+        # A line break inside a hypothesis would break the one-line-per-source invariant.
+        return [" ".join(text.split()) for text in self.inference.target.decode(hyps)]
+
+    def translate(self, sentences: Sequence[str]) -> list[str]:
+        """One translation per sentence, normalised as the corpus was (`data.normalise`)."""
+        return self.translate_ids(self.inference.source.encode(normalise(s) for s in sentences))
+
+
+def translate_file(
+    checkpoint_path: Path,
+    source_ids: Path,
+    spm_files: tuple[Path, Path],
+    output: Path,
+    config: DecodeConfig,
+    name: str | None = None,
+    entry: dict | None = None,
+) -> None:
+    """Decode a file of source ids into detokenised text, exactly one line per source line.
+
+    With `name` and `entry` (the config's `models.<name>`), a checkpoint of another model
+    or with other hyperparameters is refused.
+    """
+    translator = Translator.load(checkpoint_path, spm_files, config, name, entry)
+    sources = read_ids(source_ids)
+    start = time.perf_counter()
+    lines = translator.translate_ids(sources)
+    seconds = time.perf_counter() - start
+    write_lines(output, lines)
+    log.info(
+        "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",
+        checkpoint_path,
+        len(lines),
+        config.beam,
+        seconds,
+        len(lines) / seconds,
+        output,
+    )
+
+
+def _checked(lines: list[str], name: str, first: int = 1) -> list[str]:
+    """`lines` as they are; each empty one gets a warning, since it translates to nothing."""
+    for number, line in enumerate(lines, start=first):
+        if not line.strip():
+            log.warning("%s: line %d is empty; its translation is an empty line", name, number)
+    return lines
+
+
+def _typed_lines(stream: TextIO) -> Iterator[list[str]]:
+    """Standard input at a terminal: one line at a time, as it is typed."""
+    for number, raw in enumerate(stream.buffer, start=1):
+        yield _checked(split_lines(raw.rstrip(b"\r\n"), STDIN, number) or [""], STDIN, number)
+
+
+def translate_text(translator: Translator, source: Path | None, output: Path | None) -> None:
+    """Translate raw text, one line per input line: from `source` or standard input (None)
+    to `output` or standard output (None). At a terminal each line is answered as it is
+    typed; otherwise the whole input is translated in batches."""
+    if source is None and sys.stdin.isatty():
+        for lines in _typed_lines(sys.stdin):
+            print(translator.translate(lines)[0], flush=True)
+        return
+    if source is None:
+        lines = _checked(split_lines(sys.stdin.buffer.read(), STDIN), STDIN)
+    else:
+        try:
+            lines = _checked(read_lines(source), str(source))
+        except OSError as e:
+            raise MixnmtError(f"{source}: cannot read ({e.strerror})") from None
+    translations = translator.translate(lines)
+    if output is None:
+        sys.stdout.write("".join(f"{line}\n" for line in translations))
+    else:
+        write_lines(output, translations)
