@@ -158,3 +158,18 @@ def test_decode_settings_overlay_in_order(tmp_path):
     assert settings == decode_config(beam=7, length_penalty=0.5)
     with pytest.raises(MixnmtError, match=re.escape("decode.length_penalty: missing setting")):
         decode_settings(tmp_path / "b.yaml")
+
+
+def test_cli_at_a_terminal_answers_each_line_as_typed(random_checkpoint, tiny_spm, monkeypatch, capsys):
+    stdin(monkeypatch, "\n".join(SENTENCES).encode() + b"\n")
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.chdir(ROOT)
+    asked = []
+    translate = Translator.translate
+    monkeypatch.setattr(
+        Translator, "translate", lambda self, lines: asked.append(lines) or translate(self, lines)
+    )
+    assert translate_cli(random_checkpoint, tiny_spm) == 0
+    assert asked == [[s] for s in SENTENCES]  # one sentence at a time
+    expected = Translator.load(random_checkpoint, tiny_spm, decode_config()).translate(SENTENCES)
+    assert capsys.readouterr().out == "".join(f"{line}\n" for line in expected)

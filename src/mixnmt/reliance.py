@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
 
 from mixnmt import checkpoint
 from mixnmt.batching import ParallelData
@@ -36,19 +37,21 @@ def loss_by_position(
 ) -> pd.DataFrame:
     """Summed negative log-likelihood (nats) and token count at each target position."""
     model.eval()
-    total: dict[int, float] = {}
-    count: dict[int, int] = {}
+    sums, counts = [], []  # per batch: summed nll and real tokens at each position
     for indices in data.batches(max_tokens):
         batch = data.collate(indices).to(device)
         logits = model(batch.src, batch.tgt_in).float()  # (B, T, V)
         nll = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD, reduction="none")
-        real = batch.tgt_out != PAD
-        for t in range(nll.size(1)):
-            total[t + 1] = total.get(t + 1, 0.0) + float(nll[:, t].sum())
-            count[t + 1] = count.get(t + 1, 0) + int(real[:, t].sum())
-    positions = sorted(p for p in count if count[p])
+        sums.append(nll.sum(0).double().cpu())  # (T,)
+        counts.append((batch.tgt_out != PAD).sum(0).cpu())  # (T,)
+    total, count = (pad_sequence(x, batch_first=True).sum(0) for x in (sums, counts))
+    used = count > 0
     return pd.DataFrame(
-        {"position": positions, "tokens": [count[p] for p in positions], "nll": [total[p] for p in positions]}
+        {
+            "position": (torch.arange(len(count)) + 1)[used].tolist(),
+            "tokens": count[used].tolist(),
+            "nll": total[used].tolist(),
+        }
     )
 
 

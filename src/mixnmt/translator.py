@@ -127,10 +127,10 @@ def _checked(lines: list[str], name: str, first: int = 1) -> list[str]:
     return lines
 
 
-def _typed_lines(stream: TextIO) -> Iterator[list[str]]:
+def _typed_lines(stream: TextIO) -> Iterator[str]:
     """Standard input at a terminal: one line at a time, as it is typed."""
     for number, raw in enumerate(stream.buffer, start=1):
-        yield _checked(split_lines(raw.rstrip(b"\r\n"), STDIN, number) or [""], STDIN, number)
+        yield from _checked(split_lines(raw, STDIN, number), STDIN, number)
 
 
 def translate_text(translator: Translator, source: Path | None, output: Path | None) -> None:
@@ -138,8 +138,8 @@ def translate_text(translator: Translator, source: Path | None, output: Path | N
     to `output` or standard output (None). At a terminal each line is answered as it is
     typed; otherwise the whole input is translated in batches."""
     if source is None and sys.stdin.isatty():
-        for lines in _typed_lines(sys.stdin):
-            print(translator.translate(lines)[0], flush=True)
+        for line in _typed_lines(sys.stdin):
+            print(translator.translate([line])[0], flush=True)
         return
     if source is None:
         lines = _checked(split_lines(sys.stdin.buffer.read(), STDIN), STDIN)
