@@ -154,7 +154,7 @@ def cmd_speed(a: argparse.Namespace) -> None:
 
     _set_threads(a.threads)
     config = config_section(DecodeConfig, "decode", a.config)
-    measure_speed(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams)
+    measure_speed(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.sentences, a.model, a.hparams)
 
 
 def cmd_analyse(a: argparse.Namespace) -> None:
@@ -342,6 +342,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
+    s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
     s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)

@@ -165,12 +165,14 @@ def measure_speed(
     spm_files: tuple[Path, Path],
     output: Path,
     config: DecodeConfig,
+    sentences: int | None = None,
     name: str | None = None,
     entry: dict | None = None,
 ) -> dict:
-    """Sentences per second of greedy and of beam search over a test set, and peak memory."""
+    """Sentences per second of greedy and of beam search over the first `sentences` of a
+    test set (all by default), and peak memory."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-    sources = read_ids(source_ids)
+    sources = read_ids(source_ids)[:sentences]
     result: dict = {"model": name, "sentences": len(sources), "beam": config.beam}
     for search, beam in (("greedy", 1), ("beam", config.beam)):
         start = time.perf_counter()

@@ -18,7 +18,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def git_state(folder: Path = HERE) -> dict[str, Any]:
-    """Commit and dirty flag of the git checkout holding `folder` (None outside one)."""
+    """Commit and dirty flag of the git checkout holding `folder` (None outside one).
+    Dirty means edited code or configuration: a run rewriting committed results/ is not."""
 
     def git(*args: str) -> str | None:
         try:
@@ -30,7 +31,8 @@ def git_state(folder: Path = HERE) -> dict[str, Any]:
         return done.stdout.strip() if done.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    code = [":/", ":(top,exclude)results"]  # the whole checkout but results/
+    status = git("status", "--porcelain", "--untracked-files=no", "--", *code) if commit else None
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 

@@ -35,16 +35,17 @@ rule speed:
         benchmarked("speed/{model}")
     conda:
         "../../envs/torch.yaml"
-    threads: 8
+    threads: workflow.cores if CPU_ONLY else 8
     resources:
-        gpu=1,
+        gpu=MODEL_GPU,
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),
         hparams=hparams,
+        sentences=config["analysis"]["speed_sentences"],
     shell:
         "mixnmt speed --model {wildcards.model:q} --hparams {params.hparams:q}"
-        " --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --sentences {params.sentences}"
         " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
 
 
@@ -61,9 +62,9 @@ rule reliance:
         benchmarked(f"reliance/{run()}")
     conda:
         "../../envs/torch.yaml"
-    threads: 2
+    threads: model_threads(2)
     resources:
-        gpu=1,
+        gpu=MODEL_GPU,
         mem_mb=4000,
     params:
         hparams=hparams,
@@ -90,9 +91,9 @@ rule analyse:
         benchmarked("analyse/{model}")
     conda:
         "../../envs/torch.yaml"
-    threads: 2
+    threads: model_threads(2)
     resources:
-        gpu=1,
+        gpu=MODEL_GPU,
         mem_mb=4000,
     params:
         sentences=config["analysis"]["sentences"],

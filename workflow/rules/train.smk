@@ -13,9 +13,9 @@ rule train:
         benchmarked(f"train/{run()}")
     conda:
         "../../envs/torch.yaml"
-    threads: 8
+    threads: model_threads(8)
     resources:
-        gpu=1,
+        gpu=MODEL_GPU,
         mem_mb=8000,
     params:
         hparams=hparams,

@@ -11,9 +11,9 @@ rule translate:
         benchmarked(f"translate/{run()}/{{testset}}")
     conda:
         "../../envs/torch.yaml"
-    threads: 2
+    threads: model_threads(2)
     resources:
-        gpu=1,
+        gpu=MODEL_GPU,
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),

@@ -1,0 +1,36 @@
+"""The git state recorded with every run."""
+
+import subprocess
+from pathlib import Path
+
+from mixnmt.manifest import git_state
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
+
+
+def test_dirty_means_edited_code_or_config_not_rewritten_results(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "results" / "run").mkdir(parents=True)
+    (tmp_path / "src" / "model.py").write_text("x = 1\n")
+    (tmp_path / "config.yaml").write_text("seeds: [1]\n")
+    (tmp_path / "results" / "run" / "scores.tsv").write_text("bleu\t10\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "init")
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    folder = tmp_path / "src"  # asked from a subfolder, as the installed package does
+
+    assert git_state(folder) == {"commit": head.stdout.strip(), "dirty": False}
+    (tmp_path / "results" / "run" / "scores.tsv").write_text("bleu\t11\n")  # a rerun rewrote it
+    assert git_state(folder)["dirty"] is False
+    (tmp_path / "config.yaml").write_text("seeds: [1, 2]\n")
+    assert git_state(folder)["dirty"] is True
+    git(tmp_path, "checkout", "-q", "config.yaml")
+    (tmp_path / "src" / "model.py").write_text("x = 2\n")
+    assert git_state(folder)["dirty"] is True
+
+
+def test_outside_a_checkout_nothing_is_claimed(tmp_path):
+    assert git_state(tmp_path) == {"commit": None, "dirty": None}
