@@ -93,6 +93,8 @@ def test_dvc_repro_push_and_pull(tmp_path):
 
     again = run("dvc", "repro", cwd=work)
     assert stages_run(again.stdout) == set() and "Data and pipelines are up to date" in again.stdout
+    run("git", "add", "-A", cwd=work)
+    run("git", "commit", "-qm", "baseline", cwd=work)
 
     # Narrow dependencies: a figure's code, or the report's rules, change the report only;
     # one model's hyperparameter, that model's stages and the report.
@@ -100,12 +102,27 @@ def test_dvc_repro_push_and_pull(tmp_path):
         with open(work / edited, "a") as f:
             f.write("# a comment\n")
         assert stale(work) == {"report"}, edited
+    run("git", "checkout", "-q", ".", cwd=work)
     config = yaml.safe_load((work / "config.yaml").read_text())
     config["models"][FAST]["dropout"] = 0.2
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert stale(work) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
-    changed = run("dvc", "repro", cwd=work)
+    run("git", "checkout", "-q", ".", cwd=work)
+
+    # The same change as an experiment (`-S` names config.yaml's keys with its prefix):
+    # it runs that model's stages and the report, and records its scores beside the
+    # committed baseline's, for every model.
+    key = f"config.yaml:models.{FAST}.dropout=0.2"
+    changed = run("dvc", "exp", "run", "-n", "variant", "-S", key, cwd=work)
     assert stages_run(changed.stdout) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
+    shown = experiment_scores(json.loads(run("dvc", "exp", "show", "--json", cwd=work).stdout))
+    for name in ("HEAD", "variant"):
+        assert all(shown[name]["test_a"][m]["bleu"] >= 0 for m in MODELS), (name, shown)
+    # The plots overlay every model's learning curve.
+    plots = json.loads(run("dvc", "plots", "show", "--json", cwd=work).stdout)["data"]
+    for name in ("validation loss", "validation BLEU"):
+        values = plots[name][0]["content"]["data"]["values"]
+        assert {v["model"] for v in values} == set(MODELS) and all(v["epoch"] for v in values), name
 
     checkpoints = {m: sha256sum(out / "checkpoints" / m / "seed1.pt") for m in MODELS}
     run("dvc", "remote", "add", "-d", "store", str(tmp_path / "remote"), cwd=work)
@@ -115,6 +132,25 @@ def test_dvc_repro_push_and_pull(tmp_path):
     run("dvc", "pull", cwd=work)
     assert {m: sha256sum(out / "checkpoints" / m / "seed1.pt") for m in MODELS} == checkpoints
     assert "up to date" in run("dvc", "status", cwd=work).stdout.lower()
+
+
+def experiment_scores(shown: list[dict]) -> dict[str, dict]:
+    """Experiment name (HEAD for the baseline commit) -> its scores.json, from `dvc exp
+    show --json`."""
+    found = {}
+
+    def visit(node: dict, name: str) -> None:
+        metrics = (node.get("data") or {}).get("metrics") or {}
+        scores = metrics.get(f"results/{TINY['experiment']}/scores.json", {}).get("data")
+        if scores:
+            found[name] = scores
+        for group in node.get("experiments") or []:
+            for child in group.get("revs", []):
+                visit(child, child.get("name") or child["rev"])
+
+    for node in shown:
+        visit(node, "HEAD" if node["rev"] != "workspace" else "workspace")
+    return found
 
 
 def test_data_dvc_pins_the_published_files():

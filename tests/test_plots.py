@@ -6,6 +6,7 @@ import pytest
 
 from mixnmt import plots
 from mixnmt.figures import FIGURES
+from mixnmt.tables import TABLES
 
 
 def analysis(model, axes, shapes, components=None):
@@ -132,3 +133,17 @@ def test_the_cli_has_one_plot_command_per_figure_with_its_own_inputs(capsys):
             parser().parse_args(["plot", name, "--output", "x.png"])
         err = capsys.readouterr().err
         assert all(f"--{kind}" in err for kind in spec.inputs), err
+
+
+def test_curves_table_stacks_every_models_epochs_and_the_report_folds_them_by_model():
+    metrics = {
+        "plain": METRICS.assign(step=[5, 10], train_loss=[4.0, 3.0]),
+        "single": METRICS.assign(step=[5, 10], train_loss=[4.5, 3.5], valid_bleu=[2.0, 7.0]),
+    }
+    table = TABLES["curves"].build(metrics=metrics)
+    columns = ["model", "epoch", "step", "train_loss", "valid_loss", "valid_bleu", "seconds"]
+    assert list(table.columns) == columns
+    assert table.model.tolist() == ["plain", "plain", "single", "single"]
+    assert table.valid_bleu.tolist() == [1.0, 5.0, 2.0, 7.0]
+    shown = TABLES["curves"].html(table)
+    assert shown.count("<details>") == 2 and "<th>plain</th>" in shown and "<td>7.00</td>" in shown

@@ -345,7 +345,7 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name
         assert ET.parse(out / "figures" / f"{name}.svg").getroot().tag.endswith("svg"), name
     report = (out / "report.html").read_text()
-    assert report.count('<img alt="') == len(FIGURES) and report.count("<details>") == len(models)
+    assert report.count('<img alt="') == len(FIGURES) and report.count(": manifest</summary>") == len(models)
     for section in (
         "Scores",
         "BLEU by source length",
@@ -369,3 +369,17 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         project=project,
     )
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    # Snakemake's own report: the workflow description, the score table and every study
+    # table, report.html, the figures, and the run time of every rule.
+    built = snakemake(
+        workdir, "--configfile", str(project / "tests" / "tiny.yaml"), "--report", "snakemake-report.html",
+        project=project,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
+    page = (workdir / "snakemake-report.html").read_text()
+    assert "read attention as a mixture model" in page  # workflow/report/workflow.rst
+    for name in ["scores.tsv", "report.html", *(f"{t}.tsv" for t in TABLES), *(f"{f}.png" for f in FIGURES)]:
+        assert name in page, name
+    for rule in ("train", "translate", "speed", "reliance", "report"):
+        assert f'"rule": "{rule}"' in page or f'"rule":"{rule}"' in page, rule

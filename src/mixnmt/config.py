@@ -64,6 +64,6 @@ def cpu_notice(config: dict[str, Any], cores: int) -> str | None:
     return (
         f"no GPU here: this run trains {models} models x {seeds} seeds for up to {epochs} epochs "
         f"each, roughly {hours:.0f} hours on {cores} CPU cores for Multi30k. The CPU experiment "
-        "(one seed, three epochs, under two hours on 2 cores) is "
+        "(one seed, three epochs, about 90 minutes on 2 cores) is "
         "`snakemake --cores all --configfile experiments/cpu.yaml`."
     )

@@ -1,5 +1,5 @@
 """The report's tables that are not scores: the contrasts of the grid, source reliance,
-sample translations, cost per model, and what each mixture component does. `TABLES`
+sample translations, learning curves, cost per model, and what each mixture component does. `TABLES`
 declares each table once: what it is built from and where the report shows it."""
 
 from __future__ import annotations
@@ -94,6 +94,28 @@ def reliance_html(table: pd.DataFrame, positions: int = 12) -> str:
     return table_html(shown.rename_axis(columns=None).reset_index().replace({"position": {0: "all"}}))
 
 
+def curves(metrics: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per model and epoch (first seed): training and validation loss, validation BLEU and
+    the time so far; one long table, which DVC's plots overlay by model."""
+    columns = ["epoch", "step", "train_loss", "valid_loss", "valid_bleu", "seconds"]
+    return pd.concat([m[columns].assign(model=model) for model, m in metrics.items()], ignore_index=True)[
+        ["model", *columns]
+    ]
+
+
+def curves_html(table: pd.DataFrame) -> str:
+    """Validation loss and BLEU, one row per epoch and a column per model, folded away."""
+    parts = []
+    for column, title in (("valid_loss", "validation loss"), ("valid_bleu", "validation BLEU")):
+        shown = table.pivot_table(index="epoch", columns="model", values=column, sort=False)
+        parts.append(
+            f"<details><summary>{title} per epoch</summary>"
+            + table_html(shown.rename_axis(columns=None).reset_index())
+            + "</details>"
+        )
+    return "".join(parts)
+
+
 def samples(analyses: list[dict[str, Any]]) -> pd.DataFrame:
     """The fixed test sentences: source, reference, and every model's translation."""
     rows = []
@@ -163,6 +185,7 @@ TABLES: dict[str, Table] = {
     "contrasts": Table(contrasts, ("contrast_runs",), "contrasts"),
     "reliance": Table(reliance, ("reliance_runs",), "reliance", reliance_html),
     "samples": Table(samples, ("analyses",), "samples"),
+    "curves": Table(curves, ("metrics",), "curves", curves_html),
     "cost": Table(cost, ("manifests", "speeds", "scores"), "cost"),
     "components": Table(components, ("analyses",), "mixtures", components_html),
 }

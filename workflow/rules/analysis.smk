@@ -114,7 +114,7 @@ for name, spec in TABLES.items():
         input:
             **inputs_of(spec.inputs),
         output:
-            table(name),
+            report(table(name), category="Tables", labels={"table": name}),
         log:
             logged(f"table/{name}"),
         group:

@@ -71,7 +71,9 @@ rule aggregate:
         manifests=every_run(f"train/{run()}/manifest.json"),
         reliance=INPUT_FILES["reliance_runs"],
     output:
-        table=f"{OUT}/scores.tsv",
+        table=report(
+            f"{OUT}/scores.tsv", caption="../report/scores.rst", category="Tables"
+        ),
         markdown=f"{OUT}/scores.md",
         metrics=f"{OUT}/scores.json",
     log:

@@ -38,7 +38,11 @@ rule report:
             for name in [*FIGURES, "scores"]
         ],
     output:
-        f"{OUT}/report.html",
+        report(
+            f"{OUT}/report.html",
+            caption="../report/report.rst",
+            category="Study report",
+        ),
     log:
         logged("report"),
     group:
