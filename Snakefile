@@ -8,7 +8,6 @@ from snakemake.logging import logger
 from snakemake.utils import min_version
 
 from mixnmt.config import cpu_notice
-from mixnmt.device import pick_device
 
 min_version("9.0")
 
@@ -39,7 +38,7 @@ rule all:
 
 onstart:
     # A newcomer without a GPU learns how long the full study takes here before it starts.
-    if workflow.local_exec and pick_device().type == "cpu":
+    if CPU_ONLY:
         notice = cpu_notice(config, workflow.cores)
         if notice:
             logger.warning(notice)
