@@ -38,7 +38,7 @@ rule all:
 
 onstart:
     # A newcomer without a GPU learns how long the full study takes here before it starts.
-    if CPU_ONLY:
+    if cpu_only():
         notice = cpu_notice(config, workflow.cores)
         if notice:
             logger.warning(notice)

@@ -35,9 +35,9 @@ rule speed:
         benchmarked("speed/{model}")
     conda:
         "../../envs/torch.yaml"
-    threads: workflow.cores if CPU_ONLY else 8
+    threads: lambda wildcards: workflow.cores if cpu_only() else 8
     resources:
-        gpu=MODEL_GPU,
+        gpu=model_gpu,
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),
@@ -64,7 +64,7 @@ rule reliance:
         "../../envs/torch.yaml"
     threads: model_threads(2)
     resources:
-        gpu=MODEL_GPU,
+        gpu=model_gpu,
         mem_mb=4000,
     params:
         hparams=hparams,
@@ -93,7 +93,7 @@ rule analyse:
         "../../envs/torch.yaml"
     threads: model_threads(2)
     resources:
-        gpu=MODEL_GPU,
+        gpu=model_gpu,
         mem_mb=4000,
     params:
         sentences=config["analysis"]["sentences"],

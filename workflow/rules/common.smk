@@ -38,13 +38,23 @@ FIRST_SEED = SEEDS[0]  # figures and per-model analyses show this seed's runs
 # its threads. On a local run without a GPU they take one core each instead and run side
 # by side, which gets about 20% more tokens/s out of 2 cores than one job on both. The
 # speed rule asks for the whole machine either way, so its timings are its own.
-CPU_ONLY = workflow.local_exec and pick_device().type == "cpu"
-MODEL_GPU = 0 if CPU_ONLY else 1
+NO_GPU = pick_device().type == "cpu"
+
+
+def cpu_only():
+    """A local run on a machine without a GPU. Asked when jobs are made: while the
+    Snakefile is read, the executor (local or SLURM) is not yet known."""
+    return workflow.local_exec and NO_GPU
 
 
 def model_threads(threads):
     """Threads of a job that runs a model: `threads` with a GPU, one core without."""
-    return 1 if CPU_ONLY else threads
+    return lambda wildcards: 1 if cpu_only() else threads
+
+
+def model_gpu(wildcards):
+    """The GPUs a job that runs a model asks for: none on a CPU-only run."""
+    return 0 if cpu_only() else 1
 
 
 wildcard_constraints:

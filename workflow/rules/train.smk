@@ -15,7 +15,7 @@ rule train:
         "../../envs/torch.yaml"
     threads: model_threads(8)
     resources:
-        gpu=MODEL_GPU,
+        gpu=model_gpu,
         mem_mb=8000,
     params:
         hparams=hparams,

@@ -13,7 +13,7 @@ rule translate:
         "../../envs/torch.yaml"
     threads: model_threads(2)
     resources:
-        gpu=MODEL_GPU,
+        gpu=model_gpu,
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),
