@@ -6,6 +6,7 @@ import sacrebleu
 
 from mixnmt import MixnmtError
 from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, score, significance
+from mixnmt.provenance import code_version
 from mixnmt.report import markdown_scores
 
 HYPS = ["Ein Hund rennt im Park .", "Zwei Männer sitzen .", ""]
@@ -50,7 +51,7 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
             "params": len(model) * 10**6,
             "params_no_embeddings": len(model) * 10**5,
             "steps": 7,
-            "git": {"commit": "abc", "dirty": False},
+            "git": {"commit": "abc", "dirty": model == "other"},
         }
         manifests.append(tmp_path / model / "manifest.json")
         manifests[-1].write_text(json.dumps(manifest))
@@ -73,7 +74,9 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     assert {"bleu", "bleu_ci", "bleu_p", "chrf", "chrf_ci", "ter", "ter_p", "bleu_signature"} <= set(
         table.columns
     )
-    assert list(table.params) == [4e6, 5e6, 4e6, 5e6] and set(table.commit) == {"abc"}
+    assert list(table.params) == [4e6, 5e6, 4e6, 5e6]
+    # each row cites the code that trained the model and the code that scored it
+    assert list(table.train_commit) == ["abc", "abc+dirty"] * 2 and set(table.commit) == {code_version()}
     assert list(table.reliance) == [0.5, 0.25, 0.5, 0.25]  # position 0: all tokens
     assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
     markdown = markdown_scores(table, read)
@@ -139,7 +142,7 @@ def test_bleu_by_length_buckets(tmp_path):
     expected = sacrebleu.corpus_bleu([hyps[1]], [[refs[1]]]).score
     assert table.bleu[1] == pytest.approx(expected, abs=0.01)
     assert table.bleu_ci[2] == 0 and table.bleu_ci[0] >= 0  # sacreBLEU's bootstrap interval
-    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 6)
+    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 7)  # and the commit
     with pytest.raises(MixnmtError, match="analysis.length_buckets: expected increasing"):
         bleu_by_length(src, ref, {"m": hyp}, [4, 2], 100, "t", tmp_path / "x.tsv")
 

@@ -6,6 +6,7 @@ import pytest
 
 from mixnmt import plots
 from mixnmt.figures import FIGURES
+from mixnmt.inputs import INPUTS
 from mixnmt.tables import TABLES
 
 
@@ -147,3 +148,30 @@ def test_curves_table_stacks_every_models_epochs_and_the_report_folds_them_by_mo
     assert table.valid_bleu.tolist() == [1.0, 5.0, 2.0, 7.0]
     shown = TABLES["curves"].html(table)
     assert shown.count("<details>") == 2 and "<th>plain</th>" in shown and "<td>7.00</td>" in shown
+
+
+def test_jobs_table_names_each_benchmarked_job_by_its_rule_and_run(tmp_path):
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    paths = []
+    for job, seconds in [("translate/plain/seed1/test_a", 2.04), ("train/plain/seed1", 61.26)]:
+        path = tmp_path / "results" / "x" / "benchmarks" / f"{job}.tsv"
+        path.parent.mkdir(parents=True)
+        path.write_text(header + f"{seconds}\t0:01:01\t812.34\t1700\t700\t750\t1\t2\t95.0\t58.1\n")
+        paths.append(path)
+    table = TABLES["jobs"].build(benchmarks=INPUTS["benchmarks"].load(paths))
+    assert table.to_dict("records") == [
+        {
+            "job": "train/plain/seed1",
+            "seconds": 61.3,
+            "cpu_seconds": 58.1,
+            "mean_load_percent": 95.0,
+            "peak_rss_mb": 812.3,
+        },
+        {
+            "job": "translate/plain/seed1/test_a",
+            "seconds": 2.0,
+            "cpu_seconds": 58.1,
+            "mean_load_percent": 95.0,
+            "peak_rss_mb": 812.3,
+        },
+    ]

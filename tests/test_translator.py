@@ -1,5 +1,6 @@
 """Trained models as translators: files of ids, raw text, the Python API and the CLI."""
 
+import dataclasses
 import io
 import re
 import sys
@@ -9,7 +10,8 @@ import pytest
 from conftest import FAST, ROOT, TINY_MODELS, decode_config, tiny_model
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.cli import main
-from mixnmt.files import read_lines
+from mixnmt.files import read_json, read_lines, sha256sum
+from mixnmt.provenance import git_state
 from mixnmt.tokenize import Tokenizer
 from mixnmt.translator import Translator, decode_settings, translate_file
 
@@ -27,11 +29,17 @@ def random_checkpoint(tiny_spm, tmp_path):
 def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, tmp_path):
     ids = tmp_path / "test.ids"
     ids.write_text("10 11 12\n\n13\n\n14 15\n\n")
-    out = tmp_path / "out" / "test.txt"
-    translate_file(random_checkpoint, ids, (tiny_spm, tiny_spm), out, decode_config(beam=2, max_len_b=4))
+    out, record = tmp_path / "out" / "test.txt", tmp_path / "out" / "test.json"
+    config = decode_config(beam=2, max_len_b=4)
+    translate_file(random_checkpoint, ids, (tiny_spm, tiny_spm), out, config, FAST, record=record)
     lines = read_lines(out)
     assert len(lines) == 6
     assert {1, 3, 5} <= {i for i, line in enumerate(lines) if not line}
+    # what made it: the code version, every input's sha256, the settings
+    made = read_json(record)
+    assert made["git"] == git_state() and made["model"] == FAST and made["sentences"] == 6
+    assert made["inputs"] == {str(p): sha256sum(p) for p in (random_checkpoint, ids, tiny_spm)}
+    assert made["decode"] == dataclasses.asdict(config)
 
 
 OTHER = next(name for name in TINY_MODELS if name != FAST)
@@ -132,6 +140,11 @@ def test_cli_reads_a_file_and_overlays_the_decoding_settings(random_checkpoint, 
             b"a dog runs .\n",
             ["--configfile", "missing.yaml"],
             "missing.yaml: cannot read the decoding settings",
+        ),
+        (
+            b"a dog runs .\n",
+            ["--manifest", "made.json"],
+            "--manifest records a translated file of source ids",
         ),
     ],
 )

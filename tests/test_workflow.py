@@ -227,9 +227,9 @@ class Sixth(Seq2Seq):
 
 
 def with_a_sixth_architecture(folder: Path) -> Path:
-    """A copy of the project with one more architecture, registered as the README says
-    (one module, one registry entry), and in the tiny experiment that architecture and a
-    variant of an existing one."""
+    """A git checkout of the project with one more architecture, registered as the README
+    says (one module, one registry entry), and in the tiny experiment that architecture
+    and a variant of an existing one."""
     for name in ("Snakefile", "config.yaml"):
         shutil.copy(ROOT / name, folder / name)
     for name in ("workflow", "profiles", "envs", "tests"):
@@ -247,6 +247,9 @@ def with_a_sixth_architecture(folder: Path) -> Path:
     added = {"sixth": {"d_model": 24}, f"{FAST}-variant": {**TINY_MODELS[FAST], "arch": FAST, "dropout": 0.2}}
     tiny = {**TINY, "only": [*TINY["only"], *added], "models": {**TINY_MODELS, **added}}
     (folder / "tests" / "tiny.yaml").write_text(yaml.safe_dump(tiny, sort_keys=False))
+    git = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "a sixth architecture"]):
+        subprocess.run([*git, *command], check=True)  # a checkout: results record its commit
     return folder
 
 
@@ -268,7 +271,20 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     assert {"sixth", f"{FAST}-variant"} <= set(models)
     table = pd.read_csv(out / "scores.tsv", sep="\t").set_index(["testset", "model"])
     assert list(table.index) == [(t, m) for t in ("test_a", "test_b") for m in models]
-    assert (table.params > 0).all() and "commit" in table.columns  # cites each training run
+    assert (table.params > 0).all()
+    # Every run, translation, score and table records the commit that made it.
+    head = subprocess.run(["git", "-C", project, "rev-parse", "HEAD"], capture_output=True, text=True)
+    commit = head.stdout.strip()
+    assert set(table.commit) == set(table.train_commit) == {commit}
+    stamped = [*(out / "tables").rglob("*.tsv"), *(out / "reliance").rglob("*.tsv")]
+    assert len(stamped) == len(TABLES) + 2 + len(models) and all(
+        set(pd.read_csv(path, sep="\t").commit) == {commit} for path in stamped
+    )
+    records = [*(out / "scores").rglob("*.json"), *(out / "significance").rglob("*.json")]
+    records += (out / "contrasts").rglob("*.json")
+    assert len(records) == 2 * len(models) + 4 and all(
+        json.loads(p.read_text())["commit"] == commit for p in records
+    )
     # The tiny task is learnable: the studied models that attend to the source nearly solve it.
     for name, entry in TINY_MODELS.items():
         if attends(name, entry):
@@ -280,6 +296,9 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert (
             read_lines(out / "translations" / model / "seed1" / "test_a.txt")[5] == ""
         )  # the empty source line
+        made = json.loads((out / "translations" / model / "seed1" / "test_a.json").read_text())
+        assert made["git"] == {"commit": commit, "dirty": False} and made["sentences"] == 30
+        assert made["inputs"][str(Path("results/tiny/checkpoints") / model / "seed1.pt")]  # its sha256
         manifest = json.loads((out / "train" / model / "seed1" / "manifest.json").read_text())
         assert manifest["model"] == model and manifest["params"] > 0
         assert manifest["arch"] == architecture(model, entries.get(model))
@@ -326,6 +345,12 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         sorted(cost.model) == models
         and (cost[["greedy_sentences_per_s", "beam_sentences_per_s"]] > 0).all().all()
     )
+    jobs = pd.read_csv(out / "tables" / "jobs.tsv", sep="\t").set_index("job")
+    runs = [f"{m}/seed1" for m in models]
+    assert {f"train/{r}" for r in runs} | {f"translate/{r}/test_a" for r in runs} <= set(jobs.index)
+    assert {f"speed/{m}" for m in models} <= set(jobs.index) and (
+        jobs[["seconds", "peak_rss_mb"]] > 0
+    ).all().all()
     components = pd.read_csv(out / "tables" / "components.tsv", sep="\t")
     analyses = [json.loads((out / "analysis" / f"{m}.json").read_text()) for m in models]
     mixtures = {a["model"] for a in analyses if any(axes[-1] == "component" for axes in a["axes"].values())}

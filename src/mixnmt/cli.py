@@ -93,6 +93,8 @@ def cmd_translate(a: argparse.Namespace) -> None:
     _set_threads(a.threads)
     config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
     stdio = {None, Path("-")}
+    if a.text and a.manifest:
+        raise MixnmtError("--manifest records a translated file of source ids; not with --text")
     if a.text:
         translator = Translator.load(a.checkpoint, tuple(a.spm), config, a.model, a.hparams)
         translate_text(
@@ -104,7 +106,7 @@ def cmd_translate(a: argparse.Namespace) -> None:
             "for text on standard input or output, add --text"
         )
     else:
-        translate_file(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams)
+        translate_file(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams, a.manifest)
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -176,10 +178,11 @@ def cmd_analyse(a: argparse.Namespace) -> None:
 
 def cmd_table(a: argparse.Namespace) -> None:
     from mixnmt.files import write_table
+    from mixnmt.provenance import stamped
     from mixnmt.tables import TABLES
 
     table = TABLES[a.name]
-    write_table(a.output, table.build(**_load_inputs(a, table.inputs)))
+    write_table(a.output, stamped(table.build(**_load_inputs(a, table.inputs))))
 
 
 def cmd_plot(a: argparse.Namespace) -> None:
@@ -292,6 +295,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--text", action="store_true", help="INPUT is raw text (default: standard input)")
     s.add_argument("--model", metavar="NAME", help="refuse a checkpoint of another model")
     s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
+    s.add_argument(
+        "--manifest", type=Path, help="what made the translation: code version, inputs, settings (JSON)"
+    )
     s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
     s.add_argument("output", type=Path, nargs="?", help="translations (with --text, - or none: stdout)")

@@ -14,6 +14,7 @@ from sacrebleu.significance import PairedTest
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_lines, read_table, write_json, write_table
+from mixnmt.provenance import code_version, stamped, version
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
     for name, metric in (("bleu", BLEU()), ("chrf", CHRF()), ("bleu_lc", BLEU(lowercase=True))):
         result[name] = round(metric.corpus_score(hyps, [refs]).score, 2)
         result[f"{name}_signature"] = str(metric.get_signature())
+    result["commit"] = code_version()
     write_json(output, result)
     log.info("%s %s: BLEU %.2f chrF %.2f", model, testset, result["bleu"], result["chrf"])
     return result
@@ -77,6 +79,7 @@ def significance(
         "baseline": baseline,
         "signatures": {key: str(sig) for key, sig in zip(metrics, signatures.values())},
         "systems": rows,
+        "commit": code_version(),
     }
     write_json(output, payload)
     return payload
@@ -111,7 +114,7 @@ def contrasts(
             row |= {f"{key}_a": round(score_a, 2), f"{key}_b": round(score_b, 2)}
             row |= {f"{key}_delta": round(score_b - score_a, 2), f"{key}_p": float(results[name][1].p_value)}
         rows.append(row)
-    payload = {"testset": testset, "seed": seed, "contrasts": rows}
+    payload = {"testset": testset, "seed": seed, "contrasts": rows, "commit": code_version()}
     write_json(output, payload)
     return payload
 
@@ -155,7 +158,7 @@ def bleu_by_length(
                     "bleu_ci": round(bleu._ci, 2) if chosen else math.nan,  # sacreBLEU's bootstrap
                 }
             )
-    table = pd.DataFrame(rows)
+    table = stamped(pd.DataFrame(rows))
     write_table(output, table)
     return table
 
@@ -170,9 +173,10 @@ def aggregate(
 ) -> tuple[pd.DataFrame, list[dict]]:
     """One row per test set x model x seed: BLEU, chrF, TER with 95% intervals and
     p-values against the baseline, lowercased BLEU, source reliance (nats/token), the
-    metric signatures, and the training run (parameters, steps, git commit) from its
-    manifest. Also as JSON metrics {testset: {model: {metric: mean over seeds}}} for
-    `dvc metrics`. Returns the table and the significance tests it read."""
+    metric signatures, the code version that scored it (`commit`), and the training run
+    (parameters, steps, `train_commit`) from its manifest. Also as JSON metrics
+    {testset: {model: {metric: mean over seeds}}} for `dvc metrics`. Returns the table and
+    the significance tests it read."""
     keys = ["model", "seed"]
     runs = pd.DataFrame(
         [
@@ -182,11 +186,11 @@ def aggregate(
                 "params": m["params"],
                 "params_no_embeddings": m["params_no_embeddings"],
                 "steps": m["steps"],
-                "commit": m["git"]["commit"],
+                "train_commit": version(m["git"]),
             }
             for m in map(read_json, manifests)
         ],
-        columns=[*keys, "params", "params_no_embeddings", "steps", "commit"],
+        columns=[*keys, "params", "params_no_embeddings", "steps", "train_commit"],
     )
     tests = [read_json(path) for path in significances]
     bootstrap = pd.DataFrame(

@@ -28,6 +28,17 @@ def _tables(paths: list[Path]) -> pd.DataFrame:
     return pd.concat(map(read_table, paths), ignore_index=True)
 
 
+def _benchmarks(paths: list[Path]) -> pd.DataFrame:
+    """Snakemake benchmark files .../benchmarks/<rule>/<job>.tsv, with the job (`<rule>/<job>`)
+    as the first column."""
+    tables = []
+    for path in map(Path, paths):
+        parts = path.with_suffix("").parts
+        job = "/".join(parts[len(parts) - parts[::-1].index("benchmarks") :])
+        tables.append(read_table(path).assign(job=job))
+    return pd.concat(tables, ignore_index=True)
+
+
 def _json(paths: dict[str, Path]) -> list[Any]:
     return [read_json(p) for p in paths.values()]
 
@@ -43,6 +54,7 @@ INPUTS: dict[str, Input] = {
     "analyses": Input("analysis weights, MODEL=analysis.json", _json, per_model=True),
     "lengths": Input("BLEU-by-length tables, one per test set", _tables),
     "scores": Input("the score table (scores.tsv)", read_table, single=True),
+    "benchmarks": Input("Snakemake benchmark files, benchmarks/<rule>/<job>.tsv", _benchmarks),
     "reliance_runs": Input("`mixnmt reliance` tables, one per model and seed", _tables),
     "contrast_runs": Input(
         "`mixnmt contrasts` files, one per seed and test set", lambda paths: [read_json(p) for p in paths]

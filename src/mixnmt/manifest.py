@@ -3,37 +3,15 @@
 from __future__ import annotations
 
 import platform
-import subprocess
 import sys
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from mixnmt.provenance import git_state
+
 PACKAGES = ("mixnmt", "torch", "sentencepiece", "sacrebleu", "numpy", "pandas")
-
-
-HERE = Path(__file__).resolve().parent
-
-
-def git_state(folder: Path = HERE) -> dict[str, Any]:
-    """Commit and dirty flag of the git checkout holding `folder` (None outside one).
-    Dirty means edited code or configuration: a run rewriting committed results/ is not."""
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    code = [":/", ":(top,exclude)results"]  # the whole checkout but results/
-    status = git("status", "--porcelain", "--untracked-files=no", "--", *code) if commit else None
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
 def versions() -> dict[str, str | None]:

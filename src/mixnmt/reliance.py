@@ -16,6 +16,7 @@ from mixnmt import checkpoint
 from mixnmt.batching import ParallelData
 from mixnmt.files import write_table
 from mixnmt.models import Seq2Seq
+from mixnmt.provenance import stamped
 from mixnmt.tokenize import PAD
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,6 @@ def source_reliance(
         }
     )
     result["difference"] = (result.loss_shuffled - result.loss_true).round(4)
-    write_table(output, result)
+    write_table(output, stamped(result))
     log.info("%s seed %d: source reliance %.3f nats/token", name, seed, result.difference.iloc[0])
     return result

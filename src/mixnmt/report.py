@@ -15,6 +15,7 @@ import pandas as pd
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
+from mixnmt.provenance import code_version, version
 from mixnmt.tables import TABLES, table_html
 
 STYLE = """
@@ -131,9 +132,7 @@ def write_report(output: Path, experiment: str, config: dict, inputs: ReportInpu
     tests = [read_json(p) for p in inputs.significance]
     lengths = INPUTS["lengths"].load(inputs.lengths)
     manifests = [read_json(p) for p in inputs.manifests]
-    commits = sorted(
-        {str(m["git"]["commit"])[:10] + ("+dirty" if m["git"]["dirty"] else "") for m in manifests}
-    )
+    trained = sorted({str(version(m["git"])) for m in manifests})
     content = {section: "" for section in SECTIONS}
     content["scores"] = (
         caption(inputs.captions, "scores")
@@ -151,7 +150,8 @@ def write_report(output: Path, experiment: str, config: dict, inputs: ReportInpu
         .reset_index()
     )
     for name, spec in TABLES.items():
-        content[spec.section] += spec.html(read_table(inputs.tables[name]))
+        table = read_table(inputs.tables[name]).drop(columns="commit")  # the page names it once
+        content[spec.section] += spec.html(table)
     content["runs"] = "".join(
         f"<details><summary>{html.escape(m['model'])}: manifest</summary>"
         f"<pre>{html.escape(json.dumps(m, indent=2))}</pre></details>"
@@ -167,6 +167,8 @@ def write_report(output: Path, experiment: str, config: dict, inputs: ReportInpu
         f"<h1>mixnmt: {html.escape(experiment)}</h1>"
         f'<p class="note">Attention as a mixture model: where should its components come from? '
         f"Models: {html.escape(', '.join(scores.model.unique()))}. "
-        f"Code: {html.escape(', '.join(commits))}.</p><nav>{nav}</nav>{body}</body></html>\n"
+        f"Trained with code {html.escape(', '.join(trained))}; "
+        f"scored and reported with {html.escape(str(code_version()))}.</p>"
+        f"<nav>{nav}</nav>{body}</body></html>\n"
     )
     write_text(output, page)

@@ -1,6 +1,7 @@
 """The report's tables that are not scores: the contrasts of the grid, source reliance,
-sample translations, learning curves, cost per model, and what each mixture component does. `TABLES`
-declares each table once: what it is built from and where the report shows it."""
+sample translations, learning curves, cost per model and per job, and what each mixture
+component does. `TABLES` declares each table once: what it is built from and where the
+report shows it."""
 
 from __future__ import annotations
 
@@ -40,6 +41,21 @@ def cost(manifests: list[dict[str, Any]], speeds: list[dict[str, Any]], scores: 
     first = scores[scores.testset == scores.testset.iloc[0]]
     bleu = first.groupby(["model", "testset"], sort=False, as_index=False).bleu.mean()  # over seeds
     return pd.DataFrame(rows).merge(bleu, on="model", how="left")
+
+
+def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
+    """Per job that runs a model (Snakemake's benchmark files): wall time, CPU time, mean
+    CPU load and peak memory."""
+    table = benchmarks.rename(
+        columns={
+            "s": "seconds",
+            "cpu_time": "cpu_seconds",
+            "mean_load": "mean_load_percent",
+            "max_rss": "peak_rss_mb",
+        }
+    )
+    columns = ["job", "seconds", "cpu_seconds", "mean_load_percent", "peak_rss_mb"]
+    return table[columns].sort_values("job", ignore_index=True).round(1)
 
 
 def mean_sd(values: pd.Series) -> str:
@@ -187,5 +203,6 @@ TABLES: dict[str, Table] = {
     "samples": Table(samples, ("analyses",), "samples"),
     "curves": Table(curves, ("metrics",), "curves", curves_html),
     "cost": Table(cost, ("manifests", "speeds", "scores"), "cost"),
+    "jobs": Table(jobs, ("benchmarks",), "cost"),
     "components": Table(components, ("analyses",), "mixtures", components_html),
 }

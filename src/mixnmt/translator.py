@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -24,7 +25,8 @@ from mixnmt import MixnmtError, checkpoint, config_section
 from mixnmt.batching import read_ids
 from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, translate_ids
-from mixnmt.files import read_lines, split_lines, write_lines
+from mixnmt.files import read_lines, sha256sum, split_lines, write_json, write_lines
+from mixnmt.manifest import manifest
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +98,10 @@ def translate_file(
     config: DecodeConfig,
     name: str | None = None,
     entry: dict | None = None,
+    record: Path | None = None,
 ) -> None:
-    """Decode a file of source ids into detokenised text, exactly one line per source line.
+    """Decode a file of source ids into detokenised text, exactly one line per source line,
+    and write to `record` (if given) what made it: code version, inputs, settings, time.
 
     With `name` and `entry` (the config's `models.<name>`), a checkpoint of another model
     or with other hyperparameters is refused.
@@ -107,6 +111,10 @@ def translate_file(
     start = time.perf_counter()
     lines = translator.translate_ids(sources)
     seconds = time.perf_counter() - start
+    if record is not None:
+        inputs = {str(p): sha256sum(p) for p in (checkpoint_path, source_ids, *spm_files)}
+        made = manifest(inputs, translator.inference.device, model=name, decode=dataclasses.asdict(config))
+        write_json(record, made | {"sentences": len(lines), "seconds": round(seconds, 1)})
     write_lines(output, lines)
     log.info(
         "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",

@@ -32,7 +32,7 @@ rule speed:
     log:
         logged("speed/{model}"),
     benchmark:
-        benchmarked("speed/{model}")
+        benchmarked("speed")
     conda:
         "../../envs/torch.yaml"
     threads: lambda wildcards: workflow.cores if cpu_only() else 8
@@ -59,7 +59,7 @@ rule reliance:
     log:
         logged(f"reliance/{run()}"),
     benchmark:
-        benchmarked(f"reliance/{run()}")
+        benchmarked("reliance")
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(2)
@@ -88,7 +88,7 @@ rule analyse:
     log:
         logged("analyse/{model}"),
     benchmark:
-        benchmarked("analyse/{model}")
+        benchmarked("analyse")
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(2)

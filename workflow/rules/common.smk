@@ -72,11 +72,6 @@ def logged(path):
     return f"{OUT}/logs/{path}.log"
 
 
-def benchmarked(path):
-    """Wall time and memory of a heavy job: results/<experiment>/benchmarks/<path>.tsv."""
-    return f"{OUT}/benchmarks/{path}.tsv"
-
-
 # --- data ---------------------------------------------------------------------------
 
 
@@ -202,6 +197,34 @@ def table(name):
     return f"{OUT}/tables/{name}.tsv"
 
 
+# The jobs that run a model keep Snakemake benchmark files (wall time, memory, CPU time):
+# rule -> the job's part of results/<experiment>/benchmarks/<rule>/<job>.tsv.
+BENCHMARKED = {
+    "train": run(),
+    "translate": f"{run()}/{{testset}}",
+    "speed": "{model}",
+    "reliance": run(),
+    "analyse": "{model}",
+}
+
+
+def benchmarked(rule):
+    """The benchmark file of one job of `rule` (a key of BENCHMARKED)."""
+    return f"{OUT}/benchmarks/{rule}/{BENCHMARKED[rule]}.tsv"
+
+
+def benchmark_files():
+    """Every benchmark file of the experiment."""
+    files = [
+        path
+        for rule in BENCHMARKED
+        for path in expand(
+            benchmarked(rule), model=MODELS, seed=SEEDS, testset=TESTSETS
+        )
+    ]
+    return list(dict.fromkeys(files))  # a pattern without {seed} repeats per seed
+
+
 INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.inputs)
     "metrics": per_model("train/{model}/seed{seed}/metrics.tsv"),
     "manifests": per_model("train/{model}/seed{seed}/manifest.json"),
@@ -214,6 +237,7 @@ INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.
         seed=SEEDS,
         testset=TESTSETS,
     ),
+    "benchmarks": benchmark_files(),
     "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
     "contrast_runs": expand(
         f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS

@@ -10,7 +10,7 @@ rule train:
     log:
         logged(f"train/{run()}"),
     benchmark:
-        benchmarked(f"train/{run()}")
+        benchmarked("train")
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(8)

@@ -4,11 +4,12 @@ rule translate:
         source=ids("{testset}", SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        translation("{model}", "{testset}"),
+        text=translation("{model}", "{testset}"),
+        manifest=f"{OUT}/translations/{run()}/{{testset}}.json",
     log:
         logged(f"translate/{run()}/{{testset}}"),
     benchmark:
-        benchmarked(f"translate/{run()}/{{testset}}")
+        benchmarked("translate")
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(2)
@@ -21,4 +22,5 @@ rule translate:
     shell:
         "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
         " --model {wildcards.model:q} --hparams {params.hparams:q}"
-        " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
+        " --config {params.config:q} --threads {threads} --manifest {output.manifest:q}"
+        " {input.source:q} {output.text:q} 2> {log:q}"

@@ -1,9 +1,11 @@
-"""The git state recorded with every run."""
+"""The code version recorded with every run, score, translation and table."""
 
 import subprocess
 from pathlib import Path
 
-from mixnmt.manifest import git_state
+import pandas as pd
+
+from mixnmt.provenance import code_version, git_state, stamped, version
 
 
 def git(repo: Path, *args: str) -> None:
@@ -34,3 +36,14 @@ def test_dirty_means_edited_code_or_config_not_rewritten_results(tmp_path):
 
 def test_outside_a_checkout_nothing_is_claimed(tmp_path):
     assert git_state(tmp_path) == {"commit": None, "dirty": None}
+
+
+def test_a_version_is_the_commit_marked_dirty_for_edited_code():
+    assert version({"commit": "abc", "dirty": False}) == "abc"
+    assert version({"commit": "abc", "dirty": True}) == "abc+dirty"
+    assert version({"commit": None, "dirty": None}) is None
+
+
+def test_a_stamped_table_ends_with_the_code_version_that_made_it():
+    table = stamped(pd.DataFrame({"model": ["a", "b"], "bleu": [1.0, 2.0]}))
+    assert list(table.columns) == ["model", "bleu", "commit"] and set(table.commit) == {code_version()}

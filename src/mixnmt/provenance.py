@@ -1,0 +1,46 @@
+"""Which code made a result: the git commit of the checkout the package runs from."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+
+
+def git_state(folder: Path = HERE) -> dict[str, Any]:
+    """Commit and dirty flag of the git checkout holding `folder` (None outside one).
+    Dirty means edited code or configuration: a run rewriting committed results/ is not."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    code = [":/", ":(top,exclude)results"]  # the whole checkout but results/
+    status = git("status", "--porcelain", "--untracked-files=no", "--", *code) if commit else None
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def version(git: dict[str, Any]) -> str | None:
+    """A `git_state` as one string: the commit, with `+dirty` for edited code or configuration."""
+    return git["commit"] and git["commit"] + ("+dirty" if git["dirty"] else "")
+
+
+def code_version() -> str | None:
+    """The code version the package runs from (None outside a git checkout): what every
+    score, translation and table records."""
+    return version(git_state())
+
+
+def stamped(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with a last column `commit`: the code version that made it."""
+    return table.assign(commit=code_version())
