@@ -201,7 +201,7 @@ def test_interrupted_training_resumes_to_a_byte_identical_checkpoint(files, unin
     stopped = start_and_stop(cli_train(files, **INTERRUPTIBLE), files.state, sig)
     assert stopped.returncode != 0
     if sig != signal.SIGKILL:  # a caught signal saves the state after the current step
-        assert f"received {sig.name}" in stopped.stderr
+        assert f"received {sig.name}" in stopped.stderr, stopped.stderr[-2000:]
         assert f"mixnmt train: error: {FAST}: interrupted at step" in stopped.stderr
     assert files.state.exists() and not any(p.exists() for p in outputs(files))
 
@@ -211,6 +211,23 @@ def test_interrupted_training_resumes_to_a_byte_identical_checkpoint(files, unin
     assert sha256sum(files.checkpoint) == uninterrupted
     assert not files.state.exists()
     assert len(pd.read_csv(files.metrics, sep="\t")) == 12
+
+
+@pytest.mark.parametrize("moment", ["epoch 3  step", ": kept "])  # writing the outputs; about to exit
+def test_a_signal_as_training_ends_keeps_the_finished_outputs(files, moment):
+    """SLURM's SIGTERM after the budget is spent (a requeue, a cancelled job) must not fail
+    the finished job: Snakemake would delete its outputs, and the state is gone."""
+    process = subprocess.Popen(cli_train(files, epochs=3), stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if moment in line:
+            process.send_signal(signal.SIGTERM)
+            break
+    seen += process.stderr.read()
+    assert process.wait(timeout=120) == 0, "".join(seen)
+    assert all(p.exists() for p in outputs(files)) and not files.state.exists()
+    assert len(pd.read_csv(files.metrics, sep="\t")) == 3
 
 
 def test_a_state_from_another_configuration_is_not_resumed(files, tmp_path, caplog):

@@ -77,13 +77,16 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
 
 
 def cmd_train(a: argparse.Namespace) -> None:
+    from mixnmt.stopping import record_stop_signals
     from mixnmt.train import TrainConfig, TrainFiles, train
+
+    stop_requested = record_stop_signals()  # until the process exits
 
     _set_threads(a.threads)
     files = TrainFiles(
         tuple(a.train), tuple(a.valid), tuple(a.spm), a.checkpoint, a.metrics, a.manifest, a.state
     )
-    train(a.model, a.hparams, config_section(TrainConfig, "train", a.config), files)
+    train(a.model, a.hparams, config_section(TrainConfig, "train", a.config), files, stop_requested)
 
 
 def cmd_translate(a: argparse.Namespace) -> None:

@@ -9,15 +9,12 @@ and the final checkpoint is byte-identical to that of an uninterrupted run.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import random
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +32,7 @@ from mixnmt.files import sha256sum, write_json, write_lines
 from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, resolve
+from mixnmt.stopping import StopRequested, stop_requests
 from mixnmt.tokenize import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -306,23 +304,6 @@ def load_state(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None
     return state
 
 
-@contextlib.contextmanager
-def stop_requests() -> Iterator[threading.Event]:
-    """An event set by SIGTERM (how SLURM preempts) or SIGINT, instead of dying mid-step."""
-    stop = threading.Event()
-
-    def handler(signum: int, frame: object) -> None:
-        log.warning("received %s: saving the training state after this step", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
     """METRICS, then any mixture-usage columns, one row per epoch."""
 
@@ -341,63 +322,70 @@ def fit(
     valid_bleu: ValidationBleu,
     files: TrainFiles,
     fingerprint: dict[str, Any],
+    stop_requested: StopRequested,
 ) -> None:
-    """Train until the epoch or step budget is spent, saving the state as it goes."""
+    """Train until the epoch or step budget is spent, saving the state as it goes and
+    stopping after the step in which `stop_requested` names a signal."""
     config, p = trainer.config, trainer.progress
-    with stop_requests() as stop:
-        while not trainer.finished:
-            batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
-            progress_bar = tqdm(
-                batches[p.position :],
-                desc=f"{name} epoch {p.epoch}",
-                initial=p.position,
-                total=len(batches),
-                file=sys.stderr,
-                mininterval=1 if sys.stderr.isatty() else 30,
-                leave=False,
-            )
-            for indices in progress_bar:
-                start = time.perf_counter()
-                try:
-                    trainer.train_step(train_data.collate(indices))
-                except NonFiniteLoss as e:
-                    save_state(files.state, trainer, fingerprint)
-                    raise MixnmtError(
-                        f"{name}: the training loss became {e} at step {p.step + 1}; the last good state "
-                        f"(step {p.step}) is in {files.state}; lower train.lr or raise train.warmup"
-                    ) from None
-                elapsed = time.perf_counter() - start
-                p.epoch_seconds += elapsed
-                p.train_seconds += elapsed
-                p.seconds += elapsed
-                if stop.is_set():
-                    save_state(files.state, trainer, fingerprint)
-                    raise MixnmtError(
-                        f"{name}: interrupted at step {p.step}; state saved to {files.state}; "
-                        "run the same command again to resume"
-                    )
-                if p.step % config.save_every == 0:
-                    save_state(files.state, trainer, fingerprint)
-                if trainer.finished:
-                    break
-            progress_bar.close()
+    while not trainer.finished:
+        batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
+        progress_bar = tqdm(
+            batches[p.position :],
+            desc=f"{name} epoch {p.epoch}",
+            initial=p.position,
+            total=len(batches),
+            file=sys.stderr,
+            mininterval=1 if sys.stderr.isatty() else 30,
+            leave=False,
+        )
+        for indices in progress_bar:
             start = time.perf_counter()
-            valid_loss, usage = validate(
-                trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype
-            )
-            bleu = valid_bleu(trainer.model)
-            p.seconds += time.perf_counter() - start
-            row = trainer.end_epoch(valid_loss, bleu, usage)
-            log.info(
-                "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())
-            )
-            save_state(files.state, trainer, fingerprint)
+            try:
+                trainer.train_step(train_data.collate(indices))
+            except NonFiniteLoss as e:
+                save_state(files.state, trainer, fingerprint)
+                raise MixnmtError(
+                    f"{name}: the training loss became {e} at step {p.step + 1}; the last good state "
+                    f"(step {p.step}) is in {files.state}; lower train.lr or raise train.warmup"
+                ) from None
+            elapsed = time.perf_counter() - start
+            p.epoch_seconds += elapsed
+            p.train_seconds += elapsed
+            p.seconds += elapsed
+            if sig := stop_requested():
+                log.warning("stopping for %s", sig.name)
+                save_state(files.state, trainer, fingerprint)
+                raise MixnmtError(
+                    f"{name}: interrupted at step {p.step}; state saved to {files.state}; "
+                    "run the same command again to resume"
+                )
+            if p.step % config.save_every == 0:
+                save_state(files.state, trainer, fingerprint)
+            if trainer.finished:
+                break
+        progress_bar.close()
+        start = time.perf_counter()
+        valid_loss, usage = validate(
+            trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype
+        )
+        bleu = valid_bleu(trainer.model)
+        p.seconds += time.perf_counter() - start
+        row = trainer.end_epoch(valid_loss, bleu, usage)
+        log.info("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+        save_state(files.state, trainer, fingerprint)
 
 
-def train(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles) -> None:
+def train(
+    name: str,
+    entry: dict | None,
+    config: TrainConfig,
+    files: TrainFiles,
+    stop_requested: StopRequested | None = None,
+) -> None:
     """Train model `name` of config entry `entry` (`models.<name>`), resuming a saved
     state of the same run if there is one, and write its best checkpoint, per-epoch
-    metrics, and the run manifest."""
+    metrics, and the run manifest. SIGTERM or SIGINT (or, if given, what
+    `stop_requested` records) stops training after the current step, with the state saved."""
     determinism.setup(config.seed, config.deterministic)
     device = pick_device()
     src_tok, tgt_tok = Tokenizer(files.spm[0]), Tokenizer(files.spm[1])
@@ -445,28 +433,31 @@ def train(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles)
         )
 
     valid_bleu = ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device)
-    fit(trainer, name, train_data, valid_data, valid_bleu, files, fingerprint)
+    # While training, a signal stops after the current step; once the budget is spent,
+    # the outputs are written first.
+    with stop_requests(stop_requested) as requested:
+        fit(trainer, name, train_data, valid_data, valid_bleu, files, fingerprint, requested)
 
-    p = trainer.progress
-    chosen = trainer.final_weights(valid_data)
-    checkpoint.save(files.checkpoint, name, arch, hparams, model, vocab, params=n_params, **chosen)
-    peak = peak_memory_mb(device)
-    run = manifest(
-        digests,
-        device,
-        model=name,
-        arch=arch,
-        params=n_params,
-        params_no_embeddings=n_params - sum(embeddings.values()),
-        hparams=hparams,
-        train=asdict(config),
-        steps=p.step,
-        best=chosen,
-        seconds=p.seconds,
-        tokens_per_s=p.trained_tokens / p.train_seconds,
-        peak_memory=peak,
-    )
-    write_metrics(files.metrics, p.rows)
-    write_json(files.manifest, run)
-    files.state.unlink(missing_ok=True)
-    log.info("%s: kept %s -> %s; peak memory %s", name, chosen, files.checkpoint, peak)
+        p = trainer.progress
+        chosen = trainer.final_weights(valid_data)
+        checkpoint.save(files.checkpoint, name, arch, hparams, model, vocab, params=n_params, **chosen)
+        peak = peak_memory_mb(device)
+        run = manifest(
+            digests,
+            device,
+            model=name,
+            arch=arch,
+            params=n_params,
+            params_no_embeddings=n_params - sum(embeddings.values()),
+            hparams=hparams,
+            train=asdict(config),
+            steps=p.step,
+            best=chosen,
+            seconds=p.seconds,
+            tokens_per_s=p.trained_tokens / p.train_seconds,
+            peak_memory=peak,
+        )
+        write_metrics(files.metrics, p.rows)
+        write_json(files.manifest, run)
+        files.state.unlink(missing_ok=True)
+        log.info("%s: kept %s -> %s; peak memory %s", name, chosen, files.checkpoint, peak)
