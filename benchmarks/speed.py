@@ -237,7 +237,7 @@ def measure(job: dict) -> dict:
     """One row of the table, measured in a fresh process."""
     torch.set_num_threads(job["threads"])
     torch.manual_seed(0)
-    data = ParallelData.load(*job["train"]) if job["train"] else synthetic()
+    data = ParallelData.load(*job["train"], (VOCAB, VOCAB)) if job["train"] else synthetic()
     batch_lists = data.batches(4096, torch.Generator().manual_seed(1))
     batches = [data.collate(b) for b in batch_lists[: job["steps"]]]
     row = {"model": job["name"]}
@@ -256,7 +256,7 @@ def measure(job: dict) -> dict:
     row["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if job["checkpoint"] and not job["reference"]:
         trained = checkpoint.load_model(job["checkpoint"], *[Tokenizer(job["spm"])] * 2)
-        sources = read_ids(job["test"])[: job["sentences"]]
+        sources = read_ids(job["test"], VOCAB)[: job["sentences"]]
         row["greedy"] = decode_speed(trained, sources, 1)
         row["beam"] = decode_speed(trained, sources, 5)
         if has_cache(trained):

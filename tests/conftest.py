@@ -93,3 +93,17 @@ def tiny_spm(tiny_source, tmp_path_factory) -> Path:
     model = tmp_path_factory.mktemp("spm") / "joint.model"
     tokenize.train([tiny_source / "train.en", tiny_source / "train.de"], model, vocab_size=64)
     return model
+
+
+@pytest.fixture
+def random_checkpoint(tiny_spm, tmp_path) -> Path:
+    """An untrained checkpoint of the fast tiny model, on the tiny SentencePiece model."""
+    from mixnmt import checkpoint
+    from mixnmt.tokenize import Tokenizer
+
+    tok = Tokenizer(tiny_spm)
+    record = checkpoint.vocab_record(tok)
+    path = tmp_path / "model.pt"
+    arch, hparams, model = tiny_model(FAST, len(tok), dropout=0.0)
+    checkpoint.save(path, FAST, arch, hparams, model, {"src": record, "tgt": record, "shared": True})
+    return path

@@ -49,13 +49,11 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
     )
     result = json.loads(out.read_text())
     assert result["model"] == name and [s["index"] for s in result["sentences"]] == [0, 3]
+    tok = tokenize.Tokenizer(tiny_spm)
     for sentence in result["sentences"]:
         text = sentence["text"]
         assert text["reference"] == text["translation"] == read_lines(references)[sentence["index"]]
-        assert (
-            text["source"]
-            == tokenize.Tokenizer(tiny_spm).decode([read_ids(source_ids)[sentence["index"]]])[0]
-        )
+        assert text["source"] == tok.decode([read_ids(source_ids, len(tok))[sentence["index"]]])[0]
         assert sentence["source"][-1] == "</s>" and sentence["target"][-1] == "</s>"
         for weight, axes in result["axes"].items():
             shape = np.asarray(sentence["weights"][weight]).shape

@@ -82,16 +82,16 @@ def test_download_truncated_every_time_fails_and_leaves_nothing(server, tmp_path
 
 def test_download_interrupted_midway_leaves_nothing(server, tmp_path, monkeypatch):
     base, _ = server
-    real_read = http.client.HTTPResponse.read
+    real_read = http.client.HTTPResponse.read1
     reads = {"n": 0}
 
-    def read(self, amt=None):
+    def read1(self, amt=-1):
         reads["n"] += 1
         if reads["n"] == 2:  # Ctrl-C after the first chunk was written
             raise KeyboardInterrupt
         return real_read(self, 100)
 
-    monkeypatch.setattr(http.client.HTTPResponse, "read", read)
+    monkeypatch.setattr(http.client.HTTPResponse, "read1", read1)
     with pytest.raises(KeyboardInterrupt):
         download(source_url(base, "file.gz"), tmp_path / "file.gz", SHA)
     assert list(tmp_path.iterdir()) == []

@@ -331,7 +331,9 @@ def test_checkpoint_averaging_keeps_what_validation_prefers(files, tmp_path):
     # The recorded loss is the loss of the weights shipped.
     tok = tokenize.Tokenizer(files.spm[1])
     model = checkpoint.load_model(files.checkpoint, tok, tok)
-    loss, _ = validate(model, ParallelData.load(*files.valid), 512, torch.device("cpu"), None)
+    loss, _ = validate(
+        model, ParallelData.load(*files.valid, (len(tok), len(tok))), 512, torch.device("cpu"), None
+    )
     assert loss == pytest.approx(chosen["valid_loss"], rel=1e-6)
     assert json.loads(files.manifest.read_text())["best"]["valid_loss"] == chosen["valid_loss"]
 

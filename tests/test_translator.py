@@ -7,23 +7,13 @@ import sys
 
 import pytest
 
-from conftest import FAST, ROOT, TINY_MODELS, decode_config, tiny_model
+from conftest import FAST, ROOT, TINY_MODELS, decode_config
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.cli import main
 from mixnmt.files import read_json, read_lines, sha256sum
 from mixnmt.provenance import git_state
 from mixnmt.tokenize import Tokenizer
 from mixnmt.translator import Translator, decode_settings, translate_file
-
-
-@pytest.fixture
-def random_checkpoint(tiny_spm, tmp_path):
-    tok = Tokenizer(tiny_spm)
-    record = checkpoint.vocab_record(tok)
-    path = tmp_path / "model.pt"
-    arch, hparams, model = tiny_model(FAST, len(tok), dropout=0.0)
-    checkpoint.save(path, FAST, arch, hparams, model, {"src": record, "tgt": record, "shared": True})
-    return path
 
 
 def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, tmp_path):

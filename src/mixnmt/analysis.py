@@ -130,7 +130,7 @@ def analyse(
     mixtures component usage over the whole test set, as JSON."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
     model, src_tok, tgt_tok, device = loaded.model, loaded.source, loaded.target, loaded.device
-    sources = read_ids(source_ids)
+    sources = read_ids(source_ids, len(src_tok))
     translations, reference_lines = read_lines(translation), read_lines(references)
     targets = tgt_tok.encode(translations)
     if len(sources) != len(targets):

@@ -14,12 +14,21 @@ from mixnmt.files import read_lines
 from mixnmt.tokenize import BOS, EOS, PAD
 
 
-def read_ids(path: str | Path) -> list[list[int]]:
-    """Sentences of a file of space-separated token ids, one sentence per line."""
+def read_ids(path: str | Path, vocab_size: int) -> list[list[int]]:
+    """Sentences of a file of space-separated token ids, one sentence per line, each id
+    in the vocabulary (0 .. vocab_size - 1)."""
     try:
-        return [[int(tok) for tok in line.split()] for line in read_lines(path)]
+        sentences = [[int(tok) for tok in line.split()] for line in read_lines(path)]
     except ValueError:
         raise MixnmtError(f"{path}: expected lines of space-separated integer ids") from None
+    for line, ids in enumerate(sentences, 1):
+        if ids and not 0 <= min(ids) <= max(ids) < vocab_size:
+            bad = next(i for i in ids if not 0 <= i < vocab_size)
+            raise MixnmtError(
+                f"{path}: line {line}: id {bad} is outside the vocabulary (0..{vocab_size - 1}); "
+                "encode with the model's own SentencePiece model"
+            )
+    return sentences
 
 
 def pad(seqs: Sequence[Sequence[int]], value: int = PAD) -> Tensor:
@@ -57,8 +66,9 @@ class ParallelData:
         self.src, self.tgt, self.name = src, tgt, name
 
     @classmethod
-    def load(cls, src: str | Path, tgt: str | Path) -> ParallelData:
-        return cls(read_ids(src), read_ids(tgt), name=str(src))
+    def load(cls, src: str | Path, tgt: str | Path, vocab_sizes: tuple[int, int]) -> ParallelData:
+        """Aligned id files, each checked against its side's vocabulary size."""
+        return cls(read_ids(src, vocab_sizes[0]), read_ids(tgt, vocab_sizes[1]), name=str(src))
 
     def __len__(self) -> int:
         return len(self.src)

@@ -12,7 +12,7 @@ import torch
 from mixnmt import MixnmtError
 from mixnmt.device import pick_device
 from mixnmt.files import atomic_path, sha256sum
-from mixnmt.models import Seq2Seq, build, resolve
+from mixnmt.models import REGISTRY, Seq2Seq, build, resolve
 from mixnmt.tokenize import Tokenizer
 
 FORMAT = 1
@@ -26,13 +26,8 @@ def write(path: str | Path, payload: dict[str, Any]) -> None:
     """
     buffer = io.BytesIO()
     torch.save(payload, buffer)
-    try:
-        with atomic_path(path) as tmp:
-            tmp.write_bytes(buffer.getbuffer())
-    except OSError as e:
-        raise MixnmtError(
-            f"{path}: could not write ({e.strerror or e}); the previous version is kept"
-        ) from None
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buffer.getbuffer())
 
 
 def read(path: str | Path) -> dict[str, Any]:
@@ -78,6 +73,11 @@ def load(path: str | Path) -> dict[str, Any]:
     payload = read(path)
     if not {"state_dict", "model", "arch", "hparams", "vocab"} <= payload.keys():
         raise MixnmtError(f"{path}: not a model checkpoint")
+    vocab = payload["vocab"]
+    if not isinstance(vocab, dict) or not {"src", "tgt", "shared"} <= vocab.keys():
+        raise MixnmtError(f"{path}: not a model checkpoint (no record of its vocabularies)")
+    if payload["arch"] not in REGISTRY or not isinstance(payload["hparams"], dict):
+        raise MixnmtError(f"{path}: not a model checkpoint (unknown architecture {payload['arch']!r})")
     return payload
 
 
@@ -113,7 +113,14 @@ def load_model(
     model = build(
         payload["arch"], payload["hparams"], len(src), len(tgt), shared_vocab=payload["vocab"]["shared"]
     )
-    model.load_state_dict(payload["state_dict"])
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except (RuntimeError, TypeError, AttributeError) as e:  # missing, extra or misshapen weights
+        detail = str(e).strip().splitlines()[-1].strip()
+        detail = detail if len(detail) <= 160 else detail[:157] + "..."
+        raise MixnmtError(
+            f"{path}: its weights do not fit its {payload['arch']!r} model ({detail})"
+        ) from None
     return model.eval()
 
 

@@ -417,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     except MixnmtError as e:
         print(f"mixnmt {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a missing or unreadable input, a full disk
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"mixnmt {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mixnmt import MixnmtError
-from mixnmt.models import resolve
+from mixnmt.models import check as check_model
 
 CPU_EPOCH_SECONDS = 240
 """One Multi30k epoch of a model of config.yaml's sizes on 2 CPU cores, as measured in
@@ -35,7 +35,7 @@ def check(config: dict[str, Any]) -> None:
             if lang not in files:
                 raise MixnmtError(f"datasets.{config['dataset']}.{where}: has no {lang!r} file")
     for name, entry in config["models"].items():
-        resolve(name, entry)
+        check_model(name, entry)
     for i, name in enumerate(config["only"] or []):
         if name not in config["models"]:
             raise MixnmtError(f"only.{i}: {name!r} is not one of models: {', '.join(config['models'])}")
@@ -52,6 +52,18 @@ def check(config: dict[str, Any]) -> None:
                 )
         if pair[0] == pair[1]:
             raise MixnmtError(f"analysis.contrasts.{i}: compares {pair[0]!r} with itself")
+    edges = config["analysis"]["length_buckets"]
+    if sorted(set(edges)) != edges:
+        raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
+
+
+def schema_error(error: Any) -> str:
+    """One line for a jsonschema ValidationError of the config: the key, then what is wrong."""
+    message = error.message
+    if error.validator == "pattern" and "description" in error.schema:  # say it in words
+        message = f"{error.instance!r} is not {error.schema['description']}"
+    key = ".".join(map(str, error.absolute_path))
+    return f"{key}: {message}" if key else message
 
 
 def cpu_notice(config: dict[str, Any], cores: int) -> str | None:

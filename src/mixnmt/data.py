@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from mixnmt import MixnmtError
-from mixnmt.files import atomic_path, read_lines, write_lines
+from mixnmt.files import atomic_path, put_lines, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,9 @@ def prepare(
         pairs = kept
     else:
         log.info("%s: kept all %d lines", src, len(pairs))
+    if not any(s and t for s, t in pairs):
+        raise MixnmtError(f"{src}, {tgt}: no sentence pairs (empty, or every pair has an empty side)")
     # Both files are renamed into place only after both were written.
     with atomic_path(src_out) as src_tmp, atomic_path(tgt_out) as tgt_tmp:
-        write_lines(src_tmp, (s for s, _ in pairs))
-        write_lines(tgt_tmp, (t for _, t in pairs))
+        put_lines(src_tmp, (s for s, _ in pairs))
+        put_lines(tgt_tmp, (t for _, t in pairs))

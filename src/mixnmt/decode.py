@@ -172,7 +172,7 @@ def measure_speed(
     """Sentences per second of greedy and of beam search over the first `sentences` of a
     test set (all by default), and peak memory."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-    sources = read_ids(source_ids)[:sentences]
+    sources = read_ids(source_ids, len(loaded.source))[:sentences]
     result: dict = {"model": name, "sentences": len(sources), "beam": config.beam}
     for search, beam in (("greedy", 1), ("beam", config.beam)):
         start = time.perf_counter()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from mixnmt import MixnmtError
@@ -28,17 +30,40 @@ class _Transient(Exception):
     """A failure worth retrying (network hiccup, server error, truncated transfer)."""
 
 
-def _copy(url: str, dest: Path, timeout: float) -> str:
-    """Stream `url` into `dest`; return the sha256 of the bytes received."""
+class _Late(Exception):
+    """The download ran past its deadline."""
+
+
+def _copy(url: str, dest: Path, timeout: float, until: float) -> str:
+    """Stream `url` into `dest`, giving up at time.monotonic() `until`; return the sha256
+    of the bytes received. A failure to write `dest` (a full disk) is not the network's:
+    it goes to the caller as it is."""
     digest = hashlib.sha256()
+    with _network(url):
+        response = urllib.request.urlopen(url, timeout=timeout)
+    with response, open(dest, "wb") as out:
+        expected = response.headers.get("Content-Length")
+        received = 0
+        while True:
+            with _network(url):
+                block = response.read1(CHUNK)  # what has arrived: a trickle still meets the deadline
+            if not block:
+                break
+            if time.monotonic() > until:
+                raise _Late
+            digest.update(block)
+            out.write(block)
+            received += len(block)
+    if expected is not None and received != int(expected):
+        raise _Transient(f"truncated: received {received} of {expected} bytes")
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _network(url: str) -> Iterator[None]:
+    """Network failures as _Transient (worth retrying) or MixnmtError (final)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(dest, "wb") as out:
-            expected = response.headers.get("Content-Length")
-            received = 0
-            while block := response.read(CHUNK):
-                digest.update(block)
-                out.write(block)
-                received += len(block)
+        yield
     except urllib.error.HTTPError as e:
         if e.code >= 500 or e.code == 429:
             raise _Transient(f"HTTP {e.code}") from None
@@ -49,9 +74,6 @@ def _copy(url: str, dest: Path, timeout: float) -> str:
         raise _Transient(str(e.reason)) from None
     except (OSError, EOFError) as e:  # timeouts, resets, http.client.IncompleteRead
         raise _Transient(repr(e)) from None
-    if expected is not None and received != int(expected):
-        raise _Transient(f"truncated: received {received} of {expected} bytes")
-    return digest.hexdigest()
 
 
 def download(
@@ -60,26 +82,34 @@ def download(
     sha256: str,
     retries: int = 4,
     backoff: float = 1.0,
-    timeout: float = 60.0,
+    timeout: float = 30.0,
+    deadline: float = 600.0,
 ) -> None:
     """Download `url` to `dest` and check its sha256; `dest` appears only if all is well.
 
     Transient failures are retried `retries` times with exponential backoff
-    (`backoff`, 2 * `backoff`, ...); a checksum mismatch or a missing file is final.
+    (`backoff`, 2 * `backoff`, ...); a checksum mismatch, a missing file, a full disk or
+    running past `deadline` seconds (all attempts together) is final.
     """
     dest = Path(dest)
+    until = time.monotonic() + deadline
     for attempt in range(retries + 1):
         try:
             with atomic_path(dest) as tmp:
-                actual = _copy(url, tmp, timeout)
+                actual = _copy(url, tmp, timeout, until)
                 if actual != sha256:
                     raise MixnmtError(f"{dest}: sha256 mismatch for {url}: expected {sha256}, got {actual}")
+        except _Late:
+            raise MixnmtError(
+                f"{dest}: download from {url} did not finish within {deadline:.0f} s; "
+                "try again later or use a mirror (config: mirror)"
+            ) from None
         except _Transient as e:
-            if attempt == retries:
+            wait = backoff * 2**attempt
+            if attempt == retries or time.monotonic() + wait > until:
                 raise MixnmtError(
                     f"{dest}: download from {url} failed after {attempt + 1} attempts ({e})"
                 ) from None
-            wait = backoff * 2**attempt
             log.warning("%s: attempt %d failed (%s); retrying in %.1fs", url, attempt + 1, e, wait)
             time.sleep(wait)
         else:

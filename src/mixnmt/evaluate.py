@@ -24,6 +24,8 @@ METRICS = {"bleu": BLEU, "chrf": CHRF, "ter": TER}  # sacreBLEU defaults: 13a, c
 def read_aligned(hypotheses: Path, references: Path) -> tuple[list[str], list[str]]:
     """Lines of a system output and of its references; their counts must agree."""
     hyps, refs = read_lines(hypotheses), read_lines(references)
+    if not refs:
+        raise MixnmtError(f"{references}: no reference sentences to score against")
     if len(hyps) != len(refs):
         raise MixnmtError(f"{hypotheses} has {len(hyps)} lines but {references} has {len(refs)}")
     return hyps, refs

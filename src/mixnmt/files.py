@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import gzip
 import hashlib
 import json
@@ -28,15 +30,30 @@ def _umask() -> int:
 FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file; mkstemp gives 0o600
 
 
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+def remove_leftovers(path: str | os.PathLike) -> None:
+    """Remove the temporary files that killed writers of `path` left (`.<name>.*.tmp`;
+    one output has one writer at a time)."""
+    path = Path(path)
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to `path`; rename it onto `path` only on success.
 
     On any exception the temporary file is removed, so a failed write never leaves a
-    partial `path` behind and an existing `path` is left untouched.
+    partial `path` behind and an existing `path` is left untouched; a failure to write
+    (a full disk) is an error naming `path`. Temporary files that killed writers left
+    beside `path` are removed first.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.exists()
+    remove_leftovers(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.fchmod(fd, FILE_MODE)
     os.close(fd)
@@ -44,16 +61,33 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as e:
+        ours = e.filename in (str(tmp), str(path))
+        if not ours and (e.filename is not None or e.errno not in WRITE_ERRORS):
+            raise  # another file's (an input read while writing) or the network's: the caller's
+
+        kept = "; the previous version is kept" if existed else ""
+        raise MixnmtError(f"{path}: could not write ({e.strerror or e}){kept}") from None
     finally:
         tmp.unlink(missing_ok=True)
 
 
+def put_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """Write `lines`, each terminated by a newline, as UTF-8, in place (inside an
+    `atomic_path`); a failed write names `path`."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            for line in lines:
+                f.write(line)
+                f.write("\n")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(path)) from None
+
+
 def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
     """Atomically write `lines`, each terminated by a newline, as UTF-8."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line)
-            f.write("\n")
+    with atomic_path(path) as tmp:
+        put_lines(tmp, lines)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -69,7 +69,7 @@ def source_reliance(
     """Per target position of the validation set: mean loss with the true and with a
     shuffled source, and their difference (nats/token); position 0 is all tokens."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-    data = ParallelData.load(*valid)
+    data = ParallelData.load(*valid, (len(loaded.source), len(loaded.target)))
     true = loss_by_position(loaded.model, data, max_tokens, loaded.device)
     other = loss_by_position(loaded.model, shuffled(data), max_tokens, loaded.device)
     table = true.merge(other, on=["position", "tokens"], suffixes=("_true", "_shuffled"))

@@ -28,7 +28,7 @@ from mixnmt.analysis import ComponentUsage, mixtures
 from mixnmt.batching import Batch, ParallelData, padding_fraction
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
-from mixnmt.files import sha256sum, write_json, write_lines
+from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
 from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, resolve
@@ -294,10 +294,17 @@ def save_state(path: Path, trainer: Trainer, fingerprint: dict[str, Any]) -> Non
 
 
 def load_state(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
-    """The saved state of this very run, if there is one; a stale one is ignored."""
+    """The saved state of this very run, if there is one; a stale one is ignored, an
+    unreadable one moved aside to `<path>.unreadable`."""
     if not path.exists():
         return None
-    state = checkpoint.read(path)
+    try:
+        state = checkpoint.read(path)
+    except MixnmtError as e:  # truncated or corrupt: kept for a look, out of the way
+        aside = path.with_name(f"{path.name}.unreadable")
+        path.replace(aside)
+        log.warning("%s; moved it to %s and starting afresh", e, aside)
+        return None
     if state.get("fingerprint") != fingerprint:
         log.warning("%s belongs to a different run (config, data or code changed); starting afresh", path)
         return None
@@ -396,8 +403,9 @@ def train(
         "shared": shared,
     }
     arch, hparams = resolve(name, entry)
-    model = build(arch, hparams, len(src_tok), len(tgt_tok), shared).to(device)
-    train_data, valid_data = ParallelData.load(*files.train), ParallelData.load(*files.valid)
+    model = build(arch, hparams, len(src_tok), len(tgt_tok), shared, name).to(device)
+    sizes = (len(src_tok), len(tgt_tok))
+    train_data, valid_data = ParallelData.load(*files.train, sizes), ParallelData.load(*files.valid, sizes)
     if not len(train_data) or not len(valid_data):
         raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
     n_params = sum(p.numel() for p in model.parameters())
@@ -460,4 +468,5 @@ def train(
         write_metrics(files.metrics, p.rows)
         write_json(files.manifest, run)
         files.state.unlink(missing_ok=True)
+        remove_leftovers(files.state)
         log.info("%s: kept %s -> %s; peak memory %s", name, chosen, files.checkpoint, peak)

@@ -107,7 +107,7 @@ def translate_file(
     or with other hyperparameters is refused.
     """
     translator = Translator.load(checkpoint_path, spm_files, config, name, entry)
-    sources = read_ids(source_ids)
+    sources = read_ids(source_ids, len(translator.inference.source))
     start = time.perf_counter()
     lines = translator.translate_ids(sources)
     seconds = time.perf_counter() - start

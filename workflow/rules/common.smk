@@ -4,17 +4,24 @@ import json
 import os
 import re
 
+import jsonschema
+
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import check, selected
+from mixnmt.config import check, schema_error, selected
 from mixnmt.device import pick_device
 from mixnmt.inputs import INPUTS
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
 
-validate(config, "../schemas/config.schema.yaml")
+try:
+    validate(config, "../schemas/config.schema.yaml")
+except WorkflowError as e:  # one line for the key at fault, not the whole schema
+    if not isinstance(e.__context__, jsonschema.ValidationError):
+        raise
+    raise WorkflowError(f"config: {schema_error(e.__context__)}") from None
 try:
     check(config)
 except MixnmtError as e:

@@ -13,6 +13,7 @@ import typing
 from typing import Any
 
 import jsonschema
+import torch
 
 from mixnmt import MixnmtError
 from mixnmt.models.attention import Attention
@@ -120,9 +121,21 @@ def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
     return arch, defaults(arch) | entry
 
 
-def build(arch: str, hparams: dict, src_vocab: int, tgt_vocab: int, shared_vocab: bool) -> Seq2Seq:
-    """Instantiate architecture `arch` with complete hyperparameters (see `resolve`)."""
+def build(
+    arch: str, hparams: dict, src_vocab: int, tgt_vocab: int, shared_vocab: bool, name: str | None = None
+) -> Seq2Seq:
+    """Instantiate architecture `arch` with complete hyperparameters (see `resolve`);
+    errors name the config entry `models.<name>` (default: the architecture)."""
     try:
         return REGISTRY[arch](src_vocab, tgt_vocab, shared_vocab, **hparams)
     except ValueError as e:
-        raise MixnmtError(f"models.{arch}: {e}") from None
+        raise MixnmtError(f"models.{name or arch}: {e}") from None
+
+
+def check(name: str, entry: dict | None) -> None:
+    """Raise MixnmtError, naming the key, if config entry `models.<name>` cannot make a
+    model: its values one by one (`resolve`), then together (built on the meta device,
+    which allocates nothing)."""
+    arch, hparams = resolve(name, entry)
+    with torch.device("meta"):
+        build(arch, hparams, 8, 8, True, name)

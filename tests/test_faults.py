@@ -1,0 +1,376 @@
+"""Faults and bad input, met as a hostile but fair user meets them: every case exits with
+status 1 and one line naming the file or key and what was expected, leaves no output or
+temporary file behind, and a rerun after fixing the input succeeds without cleanup."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from conftest import CONFIG, FAST, ROOT, TINY_MODELS
+from mixnmt import MixnmtError, checkpoint, tokenize
+from mixnmt.cli import main
+from mixnmt.download import download
+from mixnmt.figures import FIGURES
+from mixnmt.files import sha256sum
+from mixnmt.inputs import INPUTS
+from mixnmt.tables import TABLES
+from mixnmt.train import METRICS
+
+
+def fails(capsys, argv: list, *named: object) -> str:
+    """`mixnmt ARGV` exits with 1 and one line that names every one of `named`."""
+    assert main([str(a) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"mixnmt {argv[0]}: error: "), err
+    assert all(str(n) in err for n in named), err
+    return err
+
+
+def succeeds(capsys, argv: list) -> None:
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+
+def leftovers(folder: Path) -> list[Path]:
+    """Temporary files of interrupted or failed writes under `folder`."""
+    return [p for p in folder.rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.fixture
+def world(tiny_source, tiny_spm, random_checkpoint, tmp_path) -> dict[str, Path]:
+    """Valid inputs of every command (`good/`), and an empty folder for outputs (`out/`)."""
+    good = tmp_path / "good"
+    good.mkdir()
+    for split in ("train", "valid", "test_a"):
+        for lang in ("en", "de"):
+            shutil.copy(tiny_source / f"{split}.{lang}", good / f"{split}.{lang}")
+            tokenize.encode_file(tiny_spm, good / f"{split}.{lang}", good / f"{split}.{lang}.ids")
+    metrics = good / "metrics.tsv"
+    metrics.write_text("\t".join(METRICS) + "\n" + "\t".join(["1"] * len(METRICS)) + "\n")
+    (tmp_path / "out").mkdir()
+    return {"good": good, "out": tmp_path / "out", "spm": tiny_spm, "checkpoint": random_checkpoint}
+
+
+def train_argv(w: dict[str, Path], train_src: Path, **config: object) -> list:
+    good, out = w["good"], w["out"]
+    settings = {**CONFIG["train"], "seed": 1, "max_steps": 3, "epochs": 1, **config}
+    return ["train", "--model", FAST, "--threads", "1", "--hparams", json.dumps(TINY_MODELS[FAST]),
+            "--config", json.dumps(settings), "--train", train_src, good / "train.de.ids",
+            "--valid", good / "valid.en.ids", good / "valid.de.ids", "--spm", w["spm"], w["spm"],
+            "--checkpoint", out / "model.pt", "--metrics", out / "metrics.tsv",
+            "--manifest", out / "manifest.json", "--state", out / "resume.pt"]  # fmt: skip
+
+
+def inputs_argv(kinds: tuple[str, ...], path: Path) -> list:
+    """`--<kind> PATH` (or MODEL=PATH) for each kind of a figure or table."""
+    return [a for kind in kinds for a in (f"--{kind}", f"m={path}" if INPUTS[kind].per_model else path)]
+
+
+def decoding() -> str:
+    return json.dumps(CONFIG["decode"])
+
+
+# command -> (its arguments with the input at M, the good input that fixes it, its output)
+COMMANDS = {
+    "prepare": (
+        lambda w, m: ["prepare", m, w["good"] / "train.de", w["out"] / "c.en", w["out"] / "c.de"],
+        "train.en", "c.en",
+    ),
+    "spm-train": (
+        lambda w, m: ["spm-train", "--input", m, "--model", w["out"] / "m.model", "--vocab-size", 40],
+        "train.en", "m.model",
+    ),
+    "spm-encode": (
+        lambda w, m: ["spm-encode", "--model", w["spm"], m, w["out"] / "x.ids"],
+        "test_a.en", "x.ids",
+    ),
+    "train": (lambda w, m: train_argv(w, m), "train.en.ids", "model.pt"),
+    "translate": (
+        lambda w, m: ["translate", "--checkpoint", w["checkpoint"], "--spm", w["spm"], w["spm"],
+                      "--config", decoding(), m, w["out"] / "t.txt"],
+        "test_a.en.ids", "t.txt",
+    ),
+    "score": (
+        lambda w, m: ["score", "--model", "m", "--testset", "t", "--seed", 1,
+                      m, w["good"] / "test_a.de", w["out"] / "s.json"],
+        "test_a.de", "s.json",
+    ),
+    "significance": (
+        lambda w, m: ["significance", "--testset", "t", "--references", w["good"] / "test_a.de",
+                      "--baseline", "a", "--resamples", 10, "--seed", 1, "--output", w["out"] / "sig.json",
+                      f"a={w['good'] / 'test_a.de'}", f"b={m}"],
+        "test_a.de", "sig.json",
+    ),
+    "lengths": (
+        lambda w, m: ["lengths", "--testset", "t", "--sources", w["good"] / "test_a.en",
+                      "--references", w["good"] / "test_a.de", "--edges", 5, "--resamples", 10,
+                      "--output", w["out"] / "l.tsv", f"a={m}"],
+        "test_a.de", "l.tsv",
+    ),
+    "table": (
+        lambda w, m: ["table", "curves", *inputs_argv(TABLES["curves"].inputs, m),
+                      "--output", w["out"] / "curves.tsv"],
+        "metrics.tsv", "curves.tsv",
+    ),
+    "plot": (
+        lambda w, m: ["plot", "learning_curves", *inputs_argv(FIGURES["learning_curves"].inputs, m),
+                      "--output", w["out"] / "curves.png"],
+        "metrics.tsv", "curves.png",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_missing_input_is_named_and_providing_it_is_enough(command, world, capsys, tmp_path):
+    argv, good, output = COMMANDS[command]
+    missing = tmp_path / "missing" / good
+    fails(capsys, argv(world, missing), missing, "No such file")
+    assert not list(world["out"].iterdir())
+    missing.parent.mkdir()
+    shutil.copy(world["good"] / good, missing)
+    succeeds(capsys, argv(world, missing))
+    assert (world["out"] / output).exists() and not leftovers(tmp_path)
+
+
+def test_the_report_names_a_missing_input(world, capsys, tmp_path):
+    missing = tmp_path / "missing.tsv"
+    argv = ["report", "--experiment", "x", "--config", "{}", "--scores", missing, "--significance", missing,
+            "--lengths", missing, "--manifests", missing, "--figures", missing, "--tables", missing,
+            "--captions", tmp_path, "--output", world["out"] / "report.html"]  # fmt: skip
+    fails(capsys, argv, missing, "No such file")
+    assert not list(world["out"].iterdir())
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("epochs", "x", "train.epochs: expected int, got 'x'"),
+        ("betas", [0.9, "a"], "train.betas: expected tuple[float, float], got [0.9, 'a']"),
+        ("max_steps", 2.5, "train.max_steps: expected int | None, got 2.5"),
+    ],
+)
+def test_a_training_setting_of_the_wrong_type_is_named(key, value, message, world, capsys):
+    fails(capsys, train_argv(world, world["good"] / "train.en.ids", **{key: value}), message)
+    assert not list(world["out"].iterdir())
+
+
+def test_an_id_outside_the_vocabulary_is_named_with_its_line(world, capsys):
+    ids = world["out"].parent / "bad.ids"
+    ids.write_text("5 6\n7 99999 8\n")
+    argv = COMMANDS["translate"][0](world, ids)
+    fails(capsys, argv, f"{ids}: line 2: id 99999 is outside the vocabulary (0..63)")
+    assert not list(world["out"].iterdir())
+    shutil.copy(world["good"] / "test_a.en.ids", ids)
+    succeeds(capsys, argv)
+
+
+def spoil(payload: dict, how: str) -> dict:
+    if how == "no weights":
+        return {**payload, "state_dict": {}}
+    if how == "no vocabulary":
+        return {k: v for k, v in payload.items() if k != "vocab"} | {
+            "vocab": {"src": payload["vocab"]["src"]}
+        }
+    name, weight = next(iter(payload["state_dict"].items()))  # "wrong shape"
+    return {**payload, "state_dict": {**payload["state_dict"], name: torch.zeros(3, *weight.shape[1:])}}
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("no weights", "its weights do not fit its"),
+        ("no vocabulary", "not a model checkpoint (no record of its vocabularies)"),
+        ("wrong shape", "its weights do not fit its"),
+    ],
+)
+def test_a_malformed_checkpoint_is_refused_in_one_line(how, message, world, capsys):
+    good = world["checkpoint"]
+    spoilt = good.with_name("spoilt.pt")
+    checkpoint.write(spoilt, spoil(checkpoint.read(good), how))
+    argv = COMMANDS["translate"][0](world, world["good"] / "test_a.en.ids")
+    argv[argv.index("--checkpoint") + 1] = spoilt
+    fails(capsys, argv, f"{spoilt}: {message}")
+    assert not list(world["out"].iterdir())
+    shutil.copy(good, spoilt)
+    succeeds(capsys, argv)
+
+
+def test_an_unreadable_state_is_moved_aside_and_training_starts_afresh(world, capsys, caplog):
+    state = world["out"] / "resume.pt"
+    state.write_bytes(b"PK\x03\x04 not a whole zip archive")
+    succeeds(capsys, train_argv(world, world["good"] / "train.en.ids"))
+    aside = world["out"] / "resume.pt.unreadable"
+    assert aside.read_bytes() == b"PK\x03\x04 not a whole zip archive" and not state.exists()
+    assert f"moved it to {aside} and starting afresh" in caplog.text
+    assert (world["out"] / "model.pt").exists()
+
+
+def test_empty_corpora_are_refused_where_they_enter(world, capsys, tmp_path):
+    empty_en, empty_de, nothing = tmp_path / "empty.en", tmp_path / "empty.de", tmp_path / "nothing"
+    empty_en.write_text("\n\n")  # lines, but no pair with two sides
+    empty_de.write_text("\n\n")
+    nothing.write_text("")
+    argv = ["prepare", "--max-words", 80, empty_en, empty_de, world["out"] / "c.en", world["out"] / "c.de"]
+    fails(capsys, argv, empty_en, empty_de, "no sentence pairs")
+    argv_test = ["prepare", empty_en, empty_de, world["out"] / "t.en", world["out"] / "t.de"]
+    fails(capsys, argv_test, "no sentence pairs")
+    score = [
+        "score",
+        "--model",
+        "m",
+        "--testset",
+        "t",
+        "--seed",
+        1,
+        nothing,
+        nothing,
+        world["out"] / "s.json",
+    ]
+    fails(capsys, score, f"{nothing}: no reference sentences to score against")
+    assert not list(world["out"].iterdir())
+    shutil.copy(world["good"] / "train.en", empty_en)
+    shutil.copy(world["good"] / "train.de", empty_de)
+    succeeds(capsys, argv)
+
+
+def test_temporary_files_of_killed_writers_go_with_the_next_write(world, capsys):
+    """SIGKILL leaves `.<name>.<random>.tmp` files; the rerun that writes the same outputs
+    removes them, the training state's included."""
+    out = world["out"]
+    orphans = [out / ".t.txt.k1l2x9.tmp", out / ".resume.pt.a8b7c6.tmp", out / ".model.pt.q1w2e3.tmp"]
+    for orphan in orphans:
+        orphan.write_bytes(b"half a file")
+    succeeds(capsys, COMMANDS["translate"][0](world, world["good"] / "test_a.en.ids"))
+    succeeds(capsys, train_argv(world, world["good"] / "train.en.ids", save_every=1))
+    assert not leftovers(out) and not (out / "resume.pt").exists()
+
+
+# --- a full disk -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 256 KiB tmpfs, filled up; yields (folder, free) where free() makes room again."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a full disk needs a tmpfs: run the tests as root to include these cases")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()})")
+    filler = mount / "filler"
+    try:
+        with contextlib.suppress(OSError), open(filler, "wb") as f:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        yield mount, lambda: filler.unlink()
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_is_one_line_naming_the_file(world, capsys, full_disk):
+    disk, free = full_disk
+    world["out"] = disk / "out"
+    cases = [
+        (COMMANDS["prepare"][0](world, world["good"] / "train.en"), disk / "out" / "c.en"),
+        (COMMANDS["translate"][0](world, world["good"] / "test_a.en.ids"), disk / "out" / "t.txt"),
+        (COMMANDS["score"][0](world, world["good"] / "test_a.de"), disk / "out" / "s.json"),
+    ]
+    for argv, output in cases:
+        fails(capsys, argv, output, "could not write (No space left on device)")
+    assert not leftovers(disk) and sorted(p.name for p in disk.rglob("*") if p.is_file()) == ["filler"]
+    free()
+    for argv, output in cases:
+        succeeds(capsys, argv)
+        assert output.exists()
+
+
+def test_a_full_disk_is_not_retried_as_if_it_were_the_network(world, full_disk, caplog):
+    disk, _ = full_disk
+    source = world["good"] / "train.en"
+    digest = sha256sum(source)
+    with pytest.raises(MixnmtError, match=r"train.en: could not write \(No space left on device\)"):
+        download(source.as_uri(), disk / "train.en", digest, backoff=0)
+    assert "retrying" not in caplog.text and not leftovers(disk)
+
+
+# --- downloads ---------------------------------------------------------------------------
+
+
+class Dribble(http.server.BaseHTTPRequestHandler):
+    """Sends a byte every 0.1 s, forever (as far as a test cares)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(600):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.1)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_download_that_never_ends_stops_at_its_deadline(tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Dribble)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/file.gz"
+    start = time.monotonic()
+    try:
+        with pytest.raises(MixnmtError, match=r"file.gz: download from .* did not finish within 1 s"):
+            download(url, tmp_path / "file.gz", "0" * 64, timeout=5, deadline=1)
+    finally:
+        server.shutdown()
+    assert time.monotonic() - start < 5 and not list(tmp_path.iterdir())
+
+
+# --- the configuration -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overlay", "message"),
+    [
+        ({"foo": 1}, "config: Additional properties are not allowed ('foo' was unexpected)"),
+        ({"train": {"epochs": "x"}}, "config: train.epochs: 'x' is not of type 'integer'"),
+        ({"experiment": "study\n"}, "config: experiment: 'study\\n' is not a name"),
+        ({"mirror": "-h"}, "config: mirror: '-h' is not a folder"),
+        ({"analysis": {"length_buckets": [20, 10]}}, "config: analysis.length_buckets: expected increasing"),
+        (
+            {"models": {FAST: {"d_model": 30, "heads": 4}}},
+            f"config: models.{FAST}: d_model=30 is not divisible",
+        ),
+    ],
+)
+def test_a_config_error_is_one_line_before_anything_runs(overlay, message, tmp_path):
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", tmp_path, "-n",
+         "--configfile", tmp_path / "overlay.yaml"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    log = done.stdout + done.stderr
+    assert done.returncode == 1
+    lines = [line for line in log.splitlines() if line.startswith("config: ")]
+    assert len(lines) == 1 and lines[0].startswith(message), log[-2000:]
+    assert len(log.splitlines()) < 10, log  # no schema dump, no traceback
+    assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
