@@ -247,3 +247,23 @@ def test_each_stage_depends_on_the_code_its_commands_run():
             path = module_file(module).relative_to(ROOT)
             assert any(path == d or d in path.parents for d in deps), (stage, str(path))
     assert Path("src/mixnmt/plots.py") not in {Path(d) for d in stages["train"]["do"]["deps"]}
+
+
+def test_metrics_and_plots_show_the_committed_cpu_run(tmp_path):
+    """On a fresh clone, `dvc metrics show` and `dvc plots show` read the published run."""
+    work = project(tmp_path)
+    published = Path("results") / "multi30k-cpu"
+    for name in ("scores.json", "tables/curves.tsv"):
+        (work / published / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / published / name, work / published / name)
+    run("git", "add", "-A", cwd=work)
+    run("git", "commit", "-qm", "published", cwd=work)
+    metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=work).stdout)
+    scores = json.loads((ROOT / published / "scores.json").read_text())
+    shown = metrics[""]["data"][str(published / "scores.json")]["data"]
+    assert shown == scores and all("bleu" in by_model for t in shown.values() for by_model in t.values())
+    plots = json.loads(run("dvc", "plots", "show", "--json", cwd=work).stdout)["data"]
+    curves = [name for name in plots if name.startswith("published CPU run")]
+    assert len(curves) == 2, list(plots)  # (the experiment's own curves are not made yet)
+    models = {row["model"] for name in curves for row in plots[name][0]["content"]["data"]["values"]}
+    assert models == set(scores[next(iter(scores))]), models
