@@ -1,6 +1,7 @@
 """Faults and bad input, met as a hostile but fair user meets them: every case exits with
 status 1 and one line naming the file or key and what was expected, leaves no output or
-temporary file behind, and a rerun after fixing the input succeeds without cleanup."""
+temporary file behind, and a rerun after fixing the input succeeds without cleanup.
+(Configuration errors: test_workflow.py; a signal as training ends: test_train.py.)"""
 
 from __future__ import annotations
 
@@ -10,16 +11,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
-from conftest import CONFIG, FAST, ROOT, TINY_MODELS
+from conftest import CONFIG, FAST, TINY_MODELS
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.cli import main
 from mixnmt.download import download
@@ -341,36 +340,3 @@ def test_a_download_that_never_ends_stops_at_its_deadline(tmp_path):
     finally:
         server.shutdown()
     assert time.monotonic() - start < 5 and not list(tmp_path.iterdir())
-
-
-# --- the configuration -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("overlay", "message"),
-    [
-        ({"foo": 1}, "config: Additional properties are not allowed ('foo' was unexpected)"),
-        ({"train": {"epochs": "x"}}, "config: train.epochs: 'x' is not of type 'integer'"),
-        ({"experiment": "study\n"}, "config: experiment: 'study\\n' is not a name"),
-        ({"mirror": "-h"}, "config: mirror: '-h' is not a folder"),
-        ({"analysis": {"length_buckets": [20, 10]}}, "config: analysis.length_buckets: expected increasing"),
-        (
-            {"models": {FAST: {"d_model": 30, "heads": 4}}},
-            f"config: models.{FAST}: d_model=30 is not divisible",
-        ),
-    ],
-)
-def test_a_config_error_is_one_line_before_anything_runs(overlay, message, tmp_path):
-    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
-    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump(overlay))
-    done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", tmp_path, "-n",
-         "--configfile", tmp_path / "overlay.yaml"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    log = done.stdout + done.stderr
-    assert done.returncode == 1
-    lines = [line for line in log.splitlines() if line.startswith("config: ")]
-    assert len(lines) == 1 and lines[0].startswith(message), log[-2000:]
-    assert len(log.splitlines()) < 10, log  # no schema dump, no traceback
-    assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
