@@ -63,3 +63,14 @@ def test_atomic_writes_get_the_usual_permissions(tmp_path):
     plain = tmp_path / "plain.txt"
     plain.write_text("x")
     assert target.stat().st_mode == plain.stat().st_mode
+
+
+def test_an_input_read_while_writing_is_named_not_the_output(tmp_path):
+    def lines():
+        yield "first"
+        (tmp_path / "gone.txt").read_text()
+
+    with pytest.raises(FileNotFoundError) as error:
+        write_lines(tmp_path / "out.txt", lines())
+    assert error.value.filename == str(tmp_path / "gone.txt")
+    assert list(tmp_path.iterdir()) == []

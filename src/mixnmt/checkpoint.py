@@ -76,8 +76,10 @@ def load(path: str | Path) -> dict[str, Any]:
     vocab = payload["vocab"]
     if not isinstance(vocab, dict) or not {"src", "tgt", "shared"} <= vocab.keys():
         raise MixnmtError(f"{path}: not a model checkpoint (no record of its vocabularies)")
-    if payload["arch"] not in REGISTRY or not isinstance(payload["hparams"], dict):
+    if payload["arch"] not in REGISTRY:
         raise MixnmtError(f"{path}: not a model checkpoint (unknown architecture {payload['arch']!r})")
+    if not isinstance(payload["hparams"], dict):
+        raise MixnmtError(f"{path}: not a model checkpoint (no hyperparameters)")
     return payload
 
 

@@ -65,7 +65,6 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         ours = e.filename in (str(tmp), str(path))
         if not ours and (e.filename is not None or e.errno not in WRITE_ERRORS):
             raise  # another file's (an input read while writing) or the network's: the caller's
-
         kept = "; the previous version is kept" if existed else ""
         raise MixnmtError(f"{path}: could not write ({e.strerror or e}){kept}") from None
     finally:
@@ -81,6 +80,8 @@ def put_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
                 f.write(line)
                 f.write("\n")
     except OSError as e:
+        if e.filename is not None:
+            raise  # another file's, read by `lines` as it goes
         raise OSError(e.errno, e.strerror, str(path)) from None
 
 

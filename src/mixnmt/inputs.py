@@ -31,12 +31,8 @@ def _tables(paths: list[Path]) -> pd.DataFrame:
 def _benchmarks(paths: list[Path]) -> pd.DataFrame:
     """Snakemake benchmark files .../benchmarks/<rule>/<job>.tsv, with the job (`<rule>/<job>`)
     as the first column."""
-    tables = []
-    for path in map(Path, paths):
-        parts = path.with_suffix("").parts
-        job = "/".join(parts[len(parts) - parts[::-1].index("benchmarks") :])
-        tables.append(read_table(path).assign(job=job))
-    return pd.concat(tables, ignore_index=True)
+    jobs = {Path(p).with_suffix("").as_posix().rsplit("/benchmarks/", 1)[1]: p for p in paths}
+    return pd.concat([read_table(p).assign(job=job) for job, p in jobs.items()], ignore_index=True)
 
 
 def _json(paths: dict[str, Path]) -> list[Any]:

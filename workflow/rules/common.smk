@@ -167,8 +167,9 @@ def checkpoint(model="{model}", seed="{seed}"):
     return f"{OUT}/checkpoints/{run(model, seed)}.pt"
 
 
-def translation(model, testset, seed="{seed}"):
-    return f"{OUT}/translations/{run(model, seed)}/{testset}.txt"
+def translation(model, testset, seed="{seed}", suffix=".txt"):
+    """A translation (.txt), or with suffix=".json" the record of what made it."""
+    return f"{OUT}/translations/{run(model, seed)}/{testset}{suffix}"
 
 
 def systems(testset, seed):

@@ -5,7 +5,7 @@ rule translate:
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
         text=translation("{model}", "{testset}"),
-        manifest=f"{OUT}/translations/{run()}/{{testset}}.json",
+        manifest=translation("{model}", "{testset}", suffix=".json"),
     log:
         logged(f"translate/{run()}/{{testset}}"),
     benchmark:
