@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from conftest import CONFIG, TINY_MODELS, VARIANTS
+from conftest import CONFIG, OPS_PER_STEP, TINY_MODELS, VARIANTS
 from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
 from mixnmt.models import REGISTRY, build, resolve
@@ -201,3 +202,98 @@ def test_components_differ_from_the_first_step(arch):
             learned = pi[..., 1 : 1 + model.learned_components].flatten(0, -2)  # (steps x heads, K)
             spread = learned.std(-1) / learned.mean(-1)
             assert spread.mean() > 0.2, (key, float(spread.mean()))
+
+
+def recurrent_dtypes(model, src, tgt, device_type: str, dtype: torch.dtype) -> dict[str, torch.dtype]:
+    """The dtype of every GRU's output during a training forward pass under autocast."""
+    seen = {}
+
+    def record(name):
+        def hook(module, args, output):
+            out = output[0] if isinstance(output, tuple) else output
+            seen[name] = getattr(out, "data", out).dtype
+
+        return hook
+
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.RNNBase | torch.nn.RNNCellBase):
+            module.register_forward_hook(record(name))
+    with torch.autocast(device_type, dtype=dtype):
+        model.train()(src, tgt).float().sum().backward()
+    return seen
+
+
+def with_grus() -> list[str]:
+    """The tiny models that have a GRU."""
+    rnn = torch.nn.RNNBase | torch.nn.RNNCellBase
+    return [name for name in TINY_MODELS if any(isinstance(m, rnn) for m in make(name).modules())]
+
+
+@pytest.mark.parametrize("name", with_grus())
+def test_grus_run_in_fp32_under_autocast(name):
+    """Autocast would run cuDNN GRUs in fp16 (with unscaled gradients under bf16): ours
+    leave autocast and run in fp32, whatever dtype their inputs arrive in."""
+    src, tgt = batch()
+    dtypes = recurrent_dtypes(make(name), src, tgt, "cpu", torch.bfloat16)
+    assert dtypes and set(dtypes.values()) == {torch.float32}, dtypes
+
+
+def one_per_compiled_steps() -> list[str]:
+    """The first tiny model of each kind of per-step compilation (recurrent models)."""
+    kinds = {}
+    for name in TINY_MODELS:
+        kinds.setdefault(make(name).compiled_steps, name)
+    return [name for steps, name in kinds.items() if steps]
+
+
+@pytest.mark.parametrize("name", one_per_compiled_steps())
+def test_compiled_steps_match_eager_for_every_batch_shape(name):
+    """train.compile compiles the per-step parts of recurrent models with dynamic shapes:
+    the same numbers as eager (loss and gradients), and no new graph for a new shape."""
+    import copy
+
+    from torch._dynamo.utils import counters
+
+    eager = make(name, seed=1)
+    compiled = copy.deepcopy(eager)
+    compiled.compile_steps()
+    counters.clear()
+    graphs = []
+    for seed, rows, length in [(0, 3, 7), (1, 5, 4)]:  # a second batch and target length
+        src, tgt = batch(seed)
+        src, tgt = src.repeat(2, 1)[:rows], tgt.repeat(2, 1)[:rows, :length]
+        losses = []
+        for model in (eager, compiled):
+            model.zero_grad()
+            torch.manual_seed(0)  # the same dropout masks
+            loss = model.train()(src, tgt).logsumexp(-1).sum()
+            loss.backward()
+            losses.append((loss, [p.grad for p in model.parameters() if p.grad is not None]))
+        (loss_e, grads_e), (loss_c, grads_c) = losses
+        assert torch.allclose(loss_c, loss_e, rtol=1e-5) and len(grads_c) == len(grads_e)
+        assert all(torch.allclose(c, e, rtol=1e-4, atol=1e-5) for c, e in zip(grads_c, grads_e))
+        graphs.append(counters["stats"]["unique_graphs"])
+    assert graphs[1] == graphs[0] > 0  # the new shapes reuse the graphs
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the aten operators dispatched (views included): each kernel is a launch on a GPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", OPS_PER_STEP)
+def test_operators_per_decoder_step_stay_within_their_count(name):
+    model = make(name).eval()
+    src, tgt = batch()
+    with torch.no_grad():
+        _, state = model.step(model.encode(src), tgt[:, 0])
+        with OpCounter() as ops:
+            model.step(state, tgt[:, 1])
+    assert ops.count <= OPS_PER_STEP[name]

@@ -47,3 +47,12 @@ def test_a_version_is_the_commit_marked_dirty_for_edited_code():
 def test_a_stamped_table_ends_with_the_code_version_that_made_it():
     table = stamped(pd.DataFrame({"model": ["a", "b"], "bleu": [1.0, 2.0]}))
     assert list(table.columns) == ["model", "bleu", "commit"] and set(table.commit) == {code_version()}
+
+
+def test_a_copy_without_git_records_the_commit_it_is_told(tmp_path, monkeypatch):
+    """A tree copied to a GPU node has no .git: $MIXNMT_COMMIT names its commit."""
+    monkeypatch.delenv("MIXNMT_COMMIT", raising=False)
+    assert git_state(tmp_path) == {"commit": None, "dirty": None}
+    monkeypatch.setenv("MIXNMT_COMMIT", "0123abc")
+    assert git_state(tmp_path) == {"commit": "0123abc", "dirty": None}
+    assert version(git_state(tmp_path)) == "0123abc"

@@ -17,6 +17,7 @@ from conftest import FAST, TINY_MODELS, decode_config, train_config
 from mixnmt import MixnmtError, checkpoint, config_section, tokenize
 from mixnmt.batching import ParallelData
 from mixnmt.cli import main
+from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
 from mixnmt.train import METRICS, TrainConfig, TrainFiles, inverse_sqrt, train, validate
 
@@ -232,7 +233,7 @@ def test_a_signal_as_training_ends_keeps_the_finished_outputs(files, moment):
 
 def test_a_state_from_another_configuration_is_not_resumed(files, tmp_path, caplog):
     with pytest.raises(MixnmtError, match="loss became nan"):
-        fail_at_step(files, 5, lambda loss: loss * math.nan)
+        fail_at_step(files, 5, lambda loss: loss * math.nan, save_every=4)
     assert files.state.exists()
     with caplog.at_level("WARNING"):
         run(files, epochs=2, lr=1e-3)
@@ -272,6 +273,36 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_state(files, value):
     )
     assert checkpoint.read(files.state)["progress"]["step"] == 8
     assert not any(p.exists() for p in outputs(files))
+
+
+def test_a_non_finite_loss_before_the_first_save_leaves_no_state(files):
+    with pytest.raises(MixnmtError) as error:
+        fail_at_step(files, 3, lambda loss: loss * math.nan, save_every=4)
+    assert str(error.value) == (
+        f"{FAST}: the training loss became nan at step 3; no state was saved; "
+        "lower train.lr or raise train.warmup"
+    )
+    assert not files.state.exists() and not any(p.exists() for p in outputs(files))
+
+
+def test_a_state_saved_on_a_gpu_resumes_on_a_cpu(files, caplog):
+    """The saved CUDA random state is left alone where there is no GPU to restore it to."""
+    calls = iter(range(1, 10**6))  # asked once per step: a SIGTERM after step 4
+    with pytest.raises(MixnmtError, match="interrupted at step 4"):
+        train(
+            FAST,
+            HPARAMS,
+            TrainConfig(**{**CONFIG, "epochs": 2}),
+            files,
+            lambda: signal.SIGTERM if next(calls) == 4 else None,
+        )
+    state = checkpoint.read(files.state)
+    state["rng"]["cuda"] = [torch.zeros(16, dtype=torch.uint8)]  # as a GPU node saves it
+    checkpoint.write(files.state, state)
+    with caplog.at_level("WARNING"):
+        run(files, epochs=2)
+    assert "CUDA random state is not restored" in caplog.text
+    assert all(p.exists() for p in outputs(files)) and not files.state.exists()
 
 
 def test_disk_full_while_saving_keeps_the_previous_state(files, monkeypatch):
@@ -328,12 +359,13 @@ def test_checkpoint_averaging_keeps_what_validation_prefers(files, tmp_path):
     else:  # the best single epoch's weights, as without averaging
         assert chosen["epoch"] == single["epoch"]
         assert all(torch.equal(v, single["state_dict"][k]) for k, v in chosen["state_dict"].items())
-    # The recorded loss is the loss of the weights shipped.
+    # The recorded loss is the loss of the weights shipped, measured as training does
+    # (on a GPU machine: on the GPU, under autocast).
     tok = tokenize.Tokenizer(files.spm[1])
-    model = checkpoint.load_model(files.checkpoint, tok, tok)
-    loss, _ = validate(
-        model, ParallelData.load(*files.valid, (len(tok), len(tok))), 512, torch.device("cpu"), None
-    )
+    device = pick_device()
+    model = checkpoint.load_model(files.checkpoint, tok, tok).to(device)
+    valid = ParallelData.load(*files.valid, (len(tok), len(tok)))
+    loss, _ = validate(model, valid, 512, device, autocast_dtype(device))
     assert loss == pytest.approx(chosen["valid_loss"], rel=1e-6)
     assert json.loads(files.manifest.read_text())["best"]["valid_loss"] == chosen["valid_loss"]
 
@@ -342,3 +374,15 @@ def test_compiled_training_saves_the_plain_model(files):
     """torch.compile wraps the training forward only: the checkpoint is the model's own."""
     _, ckpt = run(files, epochs=1, max_steps=3, compile=True)
     assert not any(k.startswith("_orig_mod") for k in ckpt["state_dict"])
+
+
+def test_deterministic_mode_leaves_attention_to_the_math_kernel():
+    """Flash, memory-efficient and cuDNN attention have non-deterministic backward passes
+    (and warn_only would let them through); torch.empty need not be filled either."""
+    from mixnmt import determinism
+
+    determinism.setup(seed=1, deterministic=True)
+    cuda = torch.backends.cuda
+    assert not (cuda.flash_sdp_enabled() or cuda.mem_efficient_sdp_enabled() or cuda.cudnn_sdp_enabled())
+    assert cuda.math_sdp_enabled()
+    assert torch.utils.deterministic.fill_uninitialized_memory is False

@@ -22,9 +22,14 @@ def setup(seed: int, deterministic: bool = True) -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.backends.cudnn.deterministic = True
         torch.backends.cudnn.benchmark = False
-        # Flash and memory-efficient attention have non-deterministic backward passes.
+        # Flash, memory-efficient and cuDNN attention have non-deterministic backward
+        # passes, and warn_only lets them through: PyTorch may pick cuDNN's first on Hopper.
         torch.backends.cuda.enable_flash_sdp(False)
         torch.backends.cuda.enable_mem_efficient_sdp(False)
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        # Deterministic mode would also fill every torch.empty (a kernel each, in a
+        # launch-bound loop); no mixnmt op reads memory it has not written.
+        torch.utils.deterministic.fill_uninitialized_memory = False
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device

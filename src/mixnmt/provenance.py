@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,14 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 
 
+COMMIT_VARIABLE = "MIXNMT_COMMIT"
+"""Names the commit of a copy without .git (a tree copied to a GPU node): its dirty flag
+is then unknown."""
+
+
 def git_state(folder: Path = HERE) -> dict[str, Any]:
-    """Commit and dirty flag of the git checkout holding `folder` (None outside one).
+    """Commit and dirty flag of the git checkout holding `folder`; outside one, the
+    commit named by $MIXNMT_COMMIT, if set, with an unknown dirty flag.
     Dirty means edited code or configuration: a run rewriting committed results/ is not."""
 
     def git(*args: str) -> str | None:
@@ -25,6 +32,8 @@ def git_state(folder: Path = HERE) -> dict[str, Any]:
         return done.stdout.strip() if done.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": os.environ.get(COMMIT_VARIABLE) or None, "dirty": None}
     code = [":/", ":(top,exclude)results"]  # the whole checkout but results/
     status = git("status", "--porcelain", "--untracked-files=no", "--", *code) if commit else None
     return {"commit": commit, "dirty": bool(status) if status is not None else None}

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from sacrebleu.metrics import BLEU
+from torch import Tensor
 from tqdm import tqdm
 
 from mixnmt import MixnmtError, checkpoint, determinism
@@ -36,6 +37,9 @@ from mixnmt.stopping import StopRequested, stop_requests
 from mixnmt.tokenize import Tokenizer
 
 log = logging.getLogger(__name__)
+
+SETTLE_EVERY = 100
+"""Training steps between reads of the device's tally (each read waits for the device)."""
 
 METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
 
@@ -60,7 +64,7 @@ class TrainConfig:
     save_every: int  # steps between resumable saves
     average: int  # also try the mean weights of the last `average` epochs; validation decides
     patience: int | None  # stop after this many epochs without a better validation loss
-    compile: bool  # torch.compile the training forward pass (for GPUs)
+    compile: bool  # torch.compile the per-step cells, or the whole forward pass (for GPUs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
@@ -97,7 +101,41 @@ class Progress:
 
 
 class NonFiniteLoss(Exception):
-    pass
+    def __init__(self, value: float, step: int):
+        super().__init__(value, step)
+        self.value, self.step = value, step
+
+
+class Tally:
+    """What the training steps measured since the last `read`, kept on the device so
+    that a step never waits for it: the summed loss, and the first step whose loss (or
+    gradient norm) was not finite, with that value."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.reset()
+
+    def reset(self) -> None:
+        zero = torch.zeros((), device=self.device)
+        self.loss_sum, self.bad_step, self.bad_value = zero.double(), zero.long(), zero
+
+    def add(self, step: int, loss: Tensor, norm: Tensor | None) -> None:
+        """Count training step `step`'s summed loss; `norm`, if given, must be finite too."""
+        loss = loss.detach().float()
+        value = loss if norm is None else torch.where(torch.isfinite(loss), norm.float(), loss)
+        first = ~torch.isfinite(value) & (self.bad_step == 0)
+        self.bad_step = torch.where(first, step, self.bad_step)
+        self.bad_value = torch.where(first, value, self.bad_value)
+        self.loss_sum += loss.double()
+
+    def read(self) -> float:
+        """The summed loss since the last read (a wait for the device); raises
+        NonFiniteLoss for the first non-finite step among them."""
+        loss_sum, bad_step, bad_value = self.loss_sum.item(), int(self.bad_step), float(self.bad_value)
+        self.reset()
+        if bad_step:
+            raise NonFiniteLoss(bad_value, bad_step)
+        return loss_sum
 
 
 def inverse_sqrt(warmup: int):
@@ -127,19 +165,19 @@ def validate(
     mass on stay, learned components and source, and the effective number of candidates
     (columns "<weights>.stay", ...; none for other models)."""
     model.eval()
-    total = tokens = 0.0
+    total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
     usage = {name: ComponentUsage(model.learned_components) for name in mixtures(model)}
     for indices in data.batches(max_tokens):
         batch = data.collate(indices).to(device)
         tokens += batch.target_tokens
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             logits, weights = model.teacher_forcing(batch.src, batch.tgt_in, keep_weights=bool(usage))
-        total += float(smoothed_cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), 0.0))
+        total += smoothed_cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), 0.0).double()
         for name, stats in usage.items():
             stats.add(weights[name], batch.src if model.analysis_axes[name][0] == "source" else batch.tgt_in)
     model.train()
     split = {f"{name}.{k}": v for name, stats in usage.items() for k, v in stats.split().items()}
-    return total / tokens, split
+    return float(total) / tokens, split
 
 
 class ValidationBleu:
@@ -177,8 +215,9 @@ class Trainer:
         )
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(config.warmup))
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
-        # The compiled forward shares the model's parameters; checkpoints save the model.
-        self.forward = torch.compile(model) if config.compile else model
+        if config.compile:  # in place: checkpoints keep the plain model's keys
+            model.compile_steps()
+        self.tally = Tally(device)
         self.progress = Progress()
         self.best: dict[str, torch.Tensor] = {}  # weights of the best epoch so far
         self.recent: list[dict[str, torch.Tensor]] = []  # of the last `average` epochs
@@ -190,27 +229,28 @@ class Trainer:
         return p.epoch > self.config.epochs or (cap is not None and p.step >= cap) or stalled
 
     def train_step(self, batch: Batch) -> None:
-        """One update; raises NonFiniteLoss, before changing anything, on a nan/inf loss."""
-        loss = token_loss(self.forward, batch.to(self.device), self.config.label_smoothing, self.dtype)
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise NonFiniteLoss(value)
+        """One update, without waiting for the device: the loss and its finiteness stay
+        there until `settle` reads them."""
+        loss = token_loss(self.model, batch.to(self.device), self.config.label_smoothing, self.dtype)
         self.scaler.scale(loss / batch.target_tokens).backward()
         self.scaler.unscale_(self.optimizer)
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
-        if not self.scaler.is_enabled() and not torch.isfinite(norm):  # fp16 skips such steps itself
-            self.optimizer.zero_grad(set_to_none=True)
-            raise NonFiniteLoss(float(norm))
-        self.scaler.step(self.optimizer)
+        self.scaler.step(self.optimizer)  # fp16: skips a step whose gradients overflowed
         self.scaler.update()
         self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
         p = self.progress
         p.step += 1
         p.position += 1
-        p.loss_sum += value
         p.tokens += batch.target_tokens
         p.trained_tokens += batch.target_tokens
+        self.tally.add(p.step, loss, None if self.scaler.is_enabled() else norm)
+
+    def settle(self) -> None:
+        """Bring the device's tally into the progress (a wait for the device); raises
+        NonFiniteLoss if a step since the last call had a nan/inf loss or gradient norm:
+        the weights are then spoilt, and only an earlier saved state is good."""
+        self.progress.loss_sum += self.tally.read()
 
     def end_epoch(self, valid_loss: float, valid_bleu: float, usage: dict[str, float]) -> dict[str, Any]:
         """Record the epoch's metrics, keep the weights if they are the best, move on."""
@@ -236,6 +276,7 @@ class Trainer:
         return row
 
     def state_dict(self) -> dict[str, Any]:
+        self.settle()
         rng = {"torch": torch.get_rng_state(), "python": random.getstate()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state_all()
@@ -257,8 +298,10 @@ class Trainer:
         self.scaler.load_state_dict(state["scaler"])
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
-        if "cuda" in state["rng"]:
+        if "cuda" in state["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        elif "cuda" in state["rng"]:  # saved on a GPU node, resumed on a CPU
+            log.warning("the saved state comes from a GPU: its CUDA random state is not restored here")
         self.progress = Progress(**state["progress"])
         self.best = {k: v.to(self.device) for k, v in state["best"].items()}
         self.recent = [{k: v.to(self.device) for k, v in w.items()} for w in state["recent"]]
@@ -288,9 +331,11 @@ class Trainer:
         return chosen
 
 
-def save_state(path: Path, trainer: Trainer, fingerprint: dict[str, Any]) -> None:
+def save_state(path: Path, trainer: Trainer, fingerprint: dict[str, Any]) -> int:
+    """Save the trainer's state (raising NonFiniteLoss instead if it is spoilt); its step."""
     checkpoint.write(path, {"format": checkpoint.FORMAT, "fingerprint": fingerprint, **trainer.state_dict()})
     log.info("saved the training state at step %d to %s", trainer.progress.step, path)
+    return trainer.progress.step
 
 
 def load_state(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
@@ -334,6 +379,7 @@ def fit(
     """Train until the epoch or step budget is spent, saving the state as it goes and
     stopping after the step in which `stop_requested` names a signal."""
     config, p = trainer.config, trainer.progress
+    saved = p.step or None  # the step of the last state saved (a resumed run's own)
     while not trainer.finished:
         batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
         progress_bar = tqdm(
@@ -345,31 +391,37 @@ def fit(
             mininterval=1 if sys.stderr.isatty() else 30,
             leave=False,
         )
-        for indices in progress_bar:
-            start = time.perf_counter()
-            try:
+        try:
+            for indices in progress_bar:
+                start = time.perf_counter()
                 trainer.train_step(train_data.collate(indices))
-            except NonFiniteLoss as e:
-                save_state(files.state, trainer, fingerprint)
-                raise MixnmtError(
-                    f"{name}: the training loss became {e} at step {p.step + 1}; the last good state "
-                    f"(step {p.step}) is in {files.state}; lower train.lr or raise train.warmup"
-                ) from None
-            elapsed = time.perf_counter() - start
-            p.epoch_seconds += elapsed
-            p.train_seconds += elapsed
-            p.seconds += elapsed
-            if sig := stop_requested():
-                log.warning("stopping for %s", sig.name)
-                save_state(files.state, trainer, fingerprint)
-                raise MixnmtError(
-                    f"{name}: interrupted at step {p.step}; state saved to {files.state}; "
-                    "run the same command again to resume"
-                )
-            if p.step % config.save_every == 0:
-                save_state(files.state, trainer, fingerprint)
-            if trainer.finished:
-                break
+                if p.step % SETTLE_EVERY == 0:
+                    trainer.settle()
+                    progress_bar.set_postfix(loss=f"{p.loss_sum / max(p.tokens, 1):.3f}", refresh=False)
+                elapsed = time.perf_counter() - start
+                p.epoch_seconds += elapsed
+                p.train_seconds += elapsed
+                p.seconds += elapsed
+                if sig := stop_requested():
+                    log.warning("stopping for %s", sig.name)
+                    save_state(files.state, trainer, fingerprint)
+                    raise MixnmtError(
+                        f"{name}: interrupted at step {p.step}; state saved to {files.state}; "
+                        "run the same command again to resume"
+                    )
+                if p.step % config.save_every == 0:
+                    saved = save_state(files.state, trainer, fingerprint)
+                if trainer.finished:
+                    break
+            trainer.settle()
+        except NonFiniteLoss as e:
+            last = (
+                f"the last good state (step {saved}) is in {files.state}" if saved else "no state was saved"
+            )
+            raise MixnmtError(
+                f"{name}: the training loss became {e.value} at step {e.step}; {last}; "
+                "lower train.lr or raise train.warmup"
+            ) from None
         progress_bar.close()
         start = time.perf_counter()
         valid_loss, usage = validate(
@@ -379,7 +431,7 @@ def fit(
         p.seconds += time.perf_counter() - start
         row = trainer.end_epoch(valid_loss, bleu, usage)
         log.info("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
-        save_state(files.state, trainer, fingerprint)
+        saved = save_state(files.state, trainer, fingerprint)
 
 
 def train(

@@ -24,7 +24,7 @@ rule lengths:
 
 rule speed:
     input:
-        checkpoint=checkpoint(seed=FIRST_SEED),
+        checkpoint=LAYOUT.checkpoint(seed=FIRST_SEED),
         source=ids(FIRST_TEST, SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
@@ -35,9 +35,10 @@ rule speed:
         benchmarked("speed")
     conda:
         "../../envs/torch.yaml"
-    threads: lambda wildcards: workflow.cores if cpu_only() else 8
+    threads: lambda wildcards: workflow.cores if workflow.local_exec else 8
     resources:
         gpu=model_gpu,
+        gpu_jobs=gpu_jobs(WHOLE_GPU),
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),
@@ -51,7 +52,7 @@ rule speed:
 
 rule reliance:
     input:
-        checkpoint=checkpoint(),
+        checkpoint=LAYOUT.checkpoint(),
         valid=[ids("valid", SRC), ids("valid", TGT)],
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
@@ -60,11 +61,13 @@ rule reliance:
         logged(f"reliance/{run()}"),
     benchmark:
         benchmarked("reliance")
+    priority: seed_priority
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(2)
     resources:
         gpu=model_gpu,
+        gpu_jobs=gpu_jobs(),
         mem_mb=4000,
     params:
         hparams=hparams,
@@ -78,7 +81,7 @@ rule reliance:
 
 rule analyse:
     input:
-        checkpoint=checkpoint(seed=FIRST_SEED),
+        checkpoint=LAYOUT.checkpoint(seed=FIRST_SEED),
         source=ids(FIRST_TEST, SRC),
         references=f"{OUT}/corpus/{FIRST_TEST}.{TGT}",
         translation=translation("{model}", FIRST_TEST, FIRST_SEED),
@@ -94,6 +97,7 @@ rule analyse:
     threads: model_threads(2)
     resources:
         gpu=model_gpu,
+        gpu_jobs=gpu_jobs(),
         mem_mb=4000,
     params:
         sentences=config["analysis"]["sentences"],

@@ -13,6 +13,7 @@ from mixnmt import MixnmtError
 from mixnmt.config import check, schema_error, selected
 from mixnmt.device import pick_device
 from mixnmt.inputs import INPUTS
+from mixnmt.paths import STATE, Layout, run
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
 
@@ -33,6 +34,9 @@ def config_error(key, message):
 
 
 OUT = f"results/{config['experiment']}"
+LAYOUT = Layout(
+    OUT
+)  # the paths of OUT's files that code outside the workflow reads too
 SRC, TGT = config["src"], config["tgt"]
 DATASET = config["datasets"][config["dataset"]]
 TESTSETS = list(DATASET["test"])
@@ -41,11 +45,15 @@ MODELS = selected(config)
 SEEDS = [str(seed) for seed in config["seeds"]]
 FIRST_SEED = SEEDS[0]  # figures and per-model analyses show this seed's runs
 
-# The jobs that run a model ask for the GPU (resource gpu=1): one at a time, each with
-# its threads. On a local run without a GPU they take one core each instead and run side
-# by side, which gets about 20% more tokens/s out of 2 cores than one job on both. The
-# speed rule asks for the whole machine either way, so its timings are its own.
+# The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
+# counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
+# on one GPU, one CPU thread each; the recurrent models are launch-bound, so one job
+# alone leaves most of a GPU idle. On SLURM each job asks for a GPU of its own (gpu=1;
+# profiles/slurm shows how to pack several onto one). Without a GPU they take one core
+# each and run side by side, which gets about 20% more tokens/s out of 2 cores than one
+# job on both. The speed rule asks for the whole machine, so its timings are its own.
 NO_GPU = pick_device().type == "cpu"
+WHOLE_GPU = 1024  # a gpu_jobs request above the limit is cut to it: every slot
 
 
 def cpu_only():
@@ -55,13 +63,24 @@ def cpu_only():
 
 
 def model_threads(threads):
-    """Threads of a job that runs a model: `threads` with a GPU, one core without."""
-    return lambda wildcards: 1 if cpu_only() else threads
+    """Threads of a job that runs a model: one on a local run, where jobs share the
+    cores or the GPU; `threads` on a cluster."""
+    return lambda wildcards: 1 if workflow.local_exec else threads
 
 
 def model_gpu(wildcards):
-    """The GPUs a job that runs a model asks for: none on a CPU-only run."""
-    return 0 if cpu_only() else 1
+    """The GPUs a job that runs a model asks a cluster for: one."""
+    return 0 if workflow.local_exec else 1
+
+
+def gpu_jobs(slots=1):
+    """The local GPU's share a job that runs a model takes (resource gpu_jobs)."""
+    return lambda wildcards: slots if workflow.local_exec and not NO_GPU else 0
+
+
+def seed_priority(wildcards):
+    """Earlier seeds first: every model's first run finishes before any second one."""
+    return len(SEEDS) - SEEDS.index(wildcards.seed)
 
 
 wildcard_constraints:
@@ -123,7 +142,7 @@ def spm_name(lang):
 
 def spm_model(lang):
     """SentencePiece model that encodes language `lang`."""
-    return f"{OUT}/spm/{spm_name(lang)}.model"
+    return LAYOUT.spm(spm_name(lang))
 
 
 def spm_training_text(wildcards):
@@ -138,8 +157,8 @@ def spm_training_text(wildcards):
 # --- train and translate ------------------------------------------------------------
 
 
-def ids(split, lang):
-    return f"{OUT}/ids/{split}.{lang}"
+ids = LAYOUT.ids  # checkpoints: LAYOUT.checkpoint (`checkpoint` is a Snakemake keyword)
+translation = LAYOUT.translation
 
 
 def train_config(wildcards):
@@ -156,20 +175,6 @@ def train_config(wildcards):
 def hparams(wildcards):
     """JSON of one model's config entry (`models.<model>`)."""
     return json.dumps(config["models"][wildcards.model] or {})
-
-
-def run(model="{model}", seed="{seed}"):
-    """The folder part of one training run's outputs: <model>/seed<seed>."""
-    return f"{model}/seed{seed}"
-
-
-def checkpoint(model="{model}", seed="{seed}"):
-    return f"{OUT}/checkpoints/{run(model, seed)}.pt"
-
-
-def translation(model, testset, seed="{seed}", suffix=".txt"):
-    """A translation (.txt), or with suffix=".json" the record of what made it."""
-    return f"{OUT}/translations/{run(model, seed)}/{testset}{suffix}"
 
 
 def systems(testset, seed):

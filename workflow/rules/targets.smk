@@ -16,7 +16,7 @@ for name in MODELS:
         name:
             f"trained_{name}"
         input:
-            [checkpoint(name, seed) for seed in SEEDS],
+            [LAYOUT.checkpoint(name, seed) for seed in SEEDS],
 
     rule:
         name:

@@ -2,7 +2,7 @@ rule spm_train:
     input:
         spm_training_text,
     output:
-        f"{OUT}/spm/{{name}}.model",
+        LAYOUT.spm(),
     log:
         logged("spm_train/{name}"),
     group:

@@ -4,23 +4,25 @@ rule train:
         valid=[ids("valid", SRC), ids("valid", TGT)],
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        checkpoint=checkpoint(),
-        metrics=f"{OUT}/train/{run()}/metrics.tsv",
-        manifest=f"{OUT}/train/{run()}/manifest.json",
+        checkpoint=LAYOUT.checkpoint(),
+        metrics=LAYOUT.train("metrics.tsv"),
+        manifest=LAYOUT.train("manifest.json"),
     log:
         logged(f"train/{run()}"),
     benchmark:
         benchmarked("train")
+    priority: seed_priority
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(8)
     resources:
         gpu=model_gpu,
+        gpu_jobs=gpu_jobs(),
         mem_mb=8000,
     params:
         hparams=hparams,
         config=train_config,
-        state=f"{OUT}/train/{run()}/resume.pt",  # survives a failed job: rerun to resume
+        state=LAYOUT.train(STATE),  # survives a failed job: rerun to resume
     shell:
         "mixnmt train --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --config {params.config:q} --threads {threads}"

@@ -1,6 +1,6 @@
 rule translate:
     input:
-        checkpoint=checkpoint(),
+        checkpoint=LAYOUT.checkpoint(),
         source=ids("{testset}", SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
@@ -10,11 +10,13 @@ rule translate:
         logged(f"translate/{run()}/{{testset}}"),
     benchmark:
         benchmarked("translate")
+    priority: seed_priority
     conda:
         "../../envs/torch.yaml"
     threads: model_threads(2)
     resources:
         gpu=model_gpu,
+        gpu_jobs=gpu_jobs(),
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),

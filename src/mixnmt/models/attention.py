@@ -15,12 +15,13 @@ import torch
 from torch import Tensor, nn
 
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
-from mixnmt.models.recurrent import BiGRU, DeepOutput
+from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell
 from mixnmt.tokenize import PAD
 
 
 class Attention(Seq2Seq):
     analysis_axes = {"alignment": ("target", "source")}
+    compiled_steps = ("advance",)
 
     def __init__(
         self,
@@ -38,7 +39,7 @@ class Attention(Seq2Seq):
         self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
         self.query = nn.Linear(hidden, hidden)  # W s_{t-1}
         self.score = nn.Linear(hidden, 1, bias=False)  # v
-        self.cell = nn.GRUCell(d_model + 2 * hidden, hidden)
+        self.cell = GRUCell(d_model + 2 * hidden, hidden)
         self.predict = DeepOutput(hidden, 2 * hidden, d_model, dropout)
         self.drop = Dropout(dropout)
 

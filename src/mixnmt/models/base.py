@@ -39,6 +39,10 @@ class Seq2Seq(nn.Module, ABC):
     "source", "target" (positions), "layer", "head" and "component" (mixture candidates);
     the last axis is the one each distribution sums over."""
 
+    compiled_steps: ClassVar[tuple[str, ...]] = ()
+    """The submodules (or methods) that one decoding step runs, for `compile_steps`; none
+    for models without a recurrence, which are compiled whole."""
+
     learned_components = 0
     """On a "component" axis: candidate 0 is "stay", the next `learned_components` are
     learned components, and any further ones are source positions."""
@@ -51,6 +55,20 @@ class Seq2Seq(nn.Module, ABC):
         for embed in dict.fromkeys([self.tgt_embed, self.src_embed]):  # once if shared
             nn.init.normal_(embed.weight, std=d_model**-0.5)
             nn.init.zeros_(embed.weight[PAD])
+
+    def compile_steps(self) -> None:
+        """torch.compile, in place (checkpoints keep the plain keys), the per-step parts
+        named by `compiled_steps` with dynamic batch and length, so that one graph
+        serves every batch shape; without them the whole forward pass."""
+        if not self.compiled_steps:
+            self.compile()
+        for name in self.compiled_steps:
+            part = getattr(self, name)
+            if isinstance(part, nn.Module):
+                for module in part if isinstance(part, nn.ModuleList) else [part]:
+                    module.compile(dynamic=True)
+            else:
+                setattr(self, name, torch.compile(part, dynamic=True))
 
     @property
     def static_state(self) -> frozenset[str]:

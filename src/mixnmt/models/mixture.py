@@ -167,6 +167,7 @@ SOURCE_STATE = {
 class Mixture(Seq2Seq):
     Cell: type[nn.Module] = MixtureCell
     analysis_axes = mixture_axes(MixtureCell)
+    compiled_steps = ("encoders", "decoder")
 
     def __init__(
         self,

@@ -1,12 +1,35 @@
-"""Pieces the GRU models share: a padding-exact bidirectional encoder and the deep output."""
+"""Pieces the GRU models share: GRUs that run in fp32, a padding-exact bidirectional
+encoder, and the deep output."""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from mixnmt.models.base import Dropout
+
+
+class FullPrecision:
+    """Mixin for a recurrent module: run it in fp32, also under autocast.
+
+    Autocast runs cuDNN's recurrent kernels in fp16 whatever dtype it was given, and
+    under bf16 autocast no gradient scaler guards fp16 gradients; a GRU is small next to
+    its loop, so fp32 costs little. Its outputs are fp32; autocast casts them on use.
+    """
+
+    def forward(self, x: Tensor | PackedSequence, hx: Tensor | None = None):
+        device = (x.data if isinstance(x, PackedSequence) else x).device
+        with torch.autocast(device.type, enabled=False):
+            return super().forward(x.float(), None if hx is None else hx.float())
+
+
+class GRU(FullPrecision, nn.GRU):
+    """nn.GRU in fp32 (`FullPrecision`)."""
+
+
+class GRUCell(FullPrecision, nn.GRUCell):
+    """nn.GRUCell in fp32 (`FullPrecision`)."""
 
 
 class BiGRU(nn.Module):
@@ -18,7 +41,7 @@ class BiGRU(nn.Module):
 
     def __init__(self, d_in: int, hidden: int):
         super().__init__()
-        self.gru = nn.GRU(d_in, hidden, batch_first=True, bidirectional=True)
+        self.gru = GRU(d_in, hidden, batch_first=True, bidirectional=True)
 
     def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """States (B, S, 2H), zero at padding; last forward state and first backward state (B, H)."""

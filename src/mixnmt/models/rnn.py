@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
-from mixnmt.models.recurrent import BiGRU, DeepOutput
+from mixnmt.models.recurrent import GRU, BiGRU, DeepOutput
 
 
 class RNN(Seq2Seq):
@@ -27,7 +27,7 @@ class RNN(Seq2Seq):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.encoder = BiGRU(d_model, hidden)
         self.bridge = nn.Linear(2 * hidden, hidden)  # c = tanh(W [h_fwd_T ; h_bwd_1])
-        self.decoder = nn.GRU(d_model + hidden, hidden, batch_first=True)  # reads [y_{t-1} ; c]
+        self.decoder = GRU(d_model + hidden, hidden, batch_first=True)  # reads [y_{t-1} ; c]
         self.predict = DeepOutput(hidden, hidden, d_model, dropout)
         self.drop = Dropout(dropout)
 

@@ -1,0 +1,246 @@
+"""One time-boxed GPU session: check, measure, then train until the deadline.
+
+    python benchmarks/gpu_session.py --minutes 28 --out gpu-session      # config.yaml's study
+    python benchmarks/gpu_session.py --minutes 28 --out s --configfile experiments/cpu.yaml
+
+In order, each step's output under --out (and summarised on stdout):
+1. facts.json: GPU, driver, torch, CUDA, cuDNN, the commit (MIXNMT_COMMIT where the copy
+   has no .git).
+2. cuda-tests.log: tests/test_cuda.py (skipped, saying why, without a GPU).
+3. determinism.json: the tiny experiment's training trained twice (`--until train`),
+   every checkpoint's sha256 compared.
+4. speed.json / speed.log: benchmarks/speed.py on the device, with 1, N and 2N processes
+   sharing it; N for the study is the one with the most tokens/s (or --jobs).
+5. study.log: `snakemake --resources gpu_jobs=N` (seed 1 of every model first, by the
+   rules' priorities) until the deadline. Then every job gets SIGINT, as from Ctrl-C:
+   training saves its state, and the same command later resumes where this one stopped.
+6. results-<experiment>.tar.gz: results/<experiment> without checkpoints or states.
+
+--quick shrinks steps 3 and 4 (one tiny model, a few steps): the CPU dry run of the
+whole path (tests/test_gpu_session.py) and a GPU slot in a hurry use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from mixnmt.paths import CHECKPOINTS, STATE, Layout
+from mixnmt.provenance import code_version
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def facts() -> dict:
+    """What ran the session: machine, GPU and software."""
+    record = {
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "commit": code_version(),
+        "cpus": os.cpu_count(),
+        "gpu": None,
+    }
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        record["gpu"] = {
+            "name": props.name,
+            "memory_gb": round(props.total_memory / 2**30, 1),
+            "capability": f"{props.major}.{props.minor}",
+            "bf16": torch.cuda.is_bf16_supported(),
+        }
+        try:
+            smi = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+            record["driver"] = subprocess.run(smi, capture_output=True, text=True).stdout.strip() or None
+        except OSError:
+            record["driver"] = None
+    return record
+
+
+def run_until(command: list[str | Path], deadline: float, log: Path, grace: float = 120) -> int:
+    """Run `command` (output to `log`) until it ends or `deadline` (time.time()) passes;
+    then SIGINT its whole process group, as Ctrl-C would (training saves its state), and
+    SIGKILL it `grace` seconds later."""
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(map(str, command))}\n")
+        out.flush()
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            return process.wait(timeout=max(deadline - time.time(), 0))
+        except subprocess.TimeoutExpired:
+            out.write(f"# deadline reached: SIGINT to process group {process.pid}\n")
+            out.flush()
+            os.killpg(process.pid, signal.SIGINT)
+        try:
+            return process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            return process.wait()
+
+
+def snakemake(directory: Path, *args: str | Path) -> list[str | Path]:
+    return [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", directory, *args]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dict:
+    """Train the tiny experiment twice under two names (with --quick its first model for
+    20 steps); compare the checkpoints byte for byte."""
+    data = directory / "data" / "tiny-source"
+    subprocess.run([sys.executable, ROOT / "tests" / "tinydata.py", data], check=True, capture_output=True)
+    tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
+    digests = []
+    for run in ("determinism-1", "determinism-2"):
+        first = Layout(f"results/{run}").checkpoint(tiny["only"][0], tiny["seeds"][0])
+        settings = [f"experiment={run}", *(["max_steps=20"] if quick else [])]
+        command = snakemake(
+            directory,
+            *([first] if quick else ["--until", "train"]),
+            "--cores",
+            "all",
+            "--configfile",
+            ROOT / "tests" / "tiny.yaml",
+            "--config",
+            *settings,
+            "--resources",
+            "gpu_jobs=8",
+        )
+        if run_until(command, deadline, out / "determinism.log") != 0:
+            return {"verdict": "failed", "log": "determinism.log"}
+        folder = directory / "results" / run / CHECKPOINTS
+        digests.append({str(p.relative_to(folder)): sha256(p) for p in sorted(folder.rglob("*.pt"))})
+    same = digests[0] == digests[1] and bool(digests[0])
+    return {"verdict": "identical" if same else "DIFFERENT", "checkpoints": digests}
+
+
+def measure(out: Path, device: str, deadline: float, quick: bool, jobs: int | None) -> int:
+    """The speed benchmark; the number of jobs per GPU with the most tokens/s."""
+    counts = [1, 2] if quick else [1, jobs or 4, 2 * (jobs or 4)]
+    command = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "speed.py"),
+        "--device",
+        device,
+        "--json",
+        str(out / "speed.json"),
+        "--processes",
+        *map(str, counts),
+    ]
+    if quick:
+        tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
+        command += ["--models", *tiny["only"][:1], "--steps", "3", "--seconds", "1", "--no-references"]
+    if run_until(command, deadline, out / "speed.log") != 0 or not (out / "speed.json").exists():
+        return jobs or 4
+    shared = json.loads((out / "speed.json").read_text())["shared"]
+    return jobs or int(max(shared, key=shared.get))
+
+
+def tarball(results: Path, out: Path) -> Path:
+    """results/<experiment> as a .tar.gz, without checkpoints and training states."""
+    path = out / f"results-{results.name}.tar.gz"
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = Path(info.name).parts
+        return None if CHECKPOINTS in parts[1:2] or parts[-1] == STATE else info
+
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(results, arcname=results.name, filter=keep)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, required=True, help="the whole session's budget")
+    parser.add_argument(
+        "--out", type=Path, default=Path(os.environ.get("OUT", "gpu-session")), help="reports"
+    )
+    parser.add_argument("--directory", type=Path, default=ROOT, help="Snakemake's working directory")
+    parser.add_argument("--configfile", nargs="*", default=[], help="overlays of the study's config")
+    parser.add_argument("--config", nargs="*", default=[], help="KEY=VALUE settings of the study")
+    parser.add_argument("--jobs", type=int, help="model jobs per GPU (default: the benchmark's best)")
+    parser.add_argument("--quick", action="store_true", help="small checks: one tiny model, few steps")
+    parser.add_argument("--grace", type=float, default=120, help="seconds to save states at the deadline")
+    a = parser.parse_args(argv)
+    deadline = time.time() + 60 * a.minutes
+    a.out.mkdir(parents=True, exist_ok=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    def step(name: str, seconds: float) -> float:
+        """The deadline of a step: its share, never past the session's."""
+        print(f"[{time.strftime('%H:%M:%S')}] {name}", flush=True)
+        return min(time.time() + seconds, deadline)
+
+    record = facts()
+    (a.out / "facts.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(record))
+
+    tests = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        str(ROOT / "tests" / "test_cuda.py"),
+    ]
+    passed = run_until(tests, step("CUDA tests", 240), a.out / "cuda-tests.log") == 0
+    print(f"CUDA tests: {'passed' if passed else 'FAILED'} (cuda-tests.log)")
+
+    verdict = determinism(a.directory, a.out, step("determinism check", 360), a.quick)
+    (a.out / "determinism.json").write_text(json.dumps(verdict, indent=1) + "\n")
+    print(f"determinism: {verdict['verdict']}")
+
+    jobs = measure(a.out, device, step("speed benchmark", 300), a.quick, a.jobs)
+    print(f"study: {jobs} jobs per GPU")
+
+    settings = ["--configfile", *a.configfile] if a.configfile else []
+    settings += ["--config", *a.config] if a.config else []
+    study = snakemake(
+        a.directory, "--cores", "all", "--resources", f"gpu_jobs={jobs}", "--keep-going", *settings
+    )
+    end = step("study", deadline - time.time() - a.grace - 30)  # then stop, save, pack
+    code = run_until(study, end, a.out / "study.log", a.grace)
+    print(f"study: exit {code} ({'finished' if code == 0 else 'stopped or failed; rerun to resume'})")
+
+    experiment = settings_experiment(a.directory, a.configfile, a.config)
+    results = a.directory / "results" / experiment
+    if results.exists():
+        print(f"results: {tarball(results, a.out)}")
+    return 0 if passed and verdict["verdict"] == "identical" and code == 0 else 1
+
+
+def settings_experiment(directory: Path, configfiles: list[str], settings: list[str]) -> str:
+    """The study's experiment name, as Snakemake will read it: the last word wins."""
+    name = yaml.safe_load((directory / "config.yaml").read_text())["experiment"]
+    for path in configfiles:
+        name = (yaml.safe_load(Path(path).read_text()) or {}).get("experiment", name)
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        name = value if key == "experiment" else name
+    return name
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The time-boxed GPU session (benchmarks/gpu_session.py), dry-run on the CPU: facts, the
+CUDA tests (skipped here), the determinism check, the benchmark, the study stopped at
+its deadline, and the tarball without checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import gpu_session  # noqa: E402
+
+CHILD = """
+import signal, subprocess, sys, time
+def stop(*_):
+    with open(sys.argv[1], "a") as f:
+        f.write("saved\\n")
+    sys.exit(1)
+signal.signal(signal.SIGINT, stop)
+if len(sys.argv) == 2:  # the parent starts a child, as Snakemake starts its jobs
+    subprocess.Popen([sys.executable, __file__, sys.argv[1], "child"])
+time.sleep(60)
+"""
+
+
+def test_run_until_stops_a_process_group_at_its_deadline_with_sigint(tmp_path):
+    """Every process of the group hears SIGINT, as trainers under Snakemake do."""
+    (tmp_path / "job.py").write_text(CHILD)
+    said = tmp_path / "said"
+    start = time.time()
+    code = gpu_session.run_until(
+        [sys.executable, tmp_path / "job.py", said], time.time() + 3, tmp_path / "log"
+    )
+    assert code == 1 and time.time() - start < 15
+    while time.time() - start < 15 and said.read_text().count("saved") < 2:
+        time.sleep(0.1)  # the child may finish after its parent
+    assert said.read_text() == "saved\nsaved\n"
+    assert "deadline reached: SIGINT" in (tmp_path / "log").read_text()
+
+
+@pytest.mark.slow
+def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
+    """Checks and benchmark (quick), then the tiny study stopped at the deadline while it
+    trains: the trainers save their states, and the tarball leaves them out."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    shutil.copy(ROOT / "config.yaml", work / "config.yaml")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT / "src"),
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "3.5"]
+    command += ["--grace", "20", "--out", out, "--directory", work, "--jobs", "2"]
+    command += ["--configfile", ROOT / "tests" / "tiny.yaml", "--config", "max_steps=5000"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    said = done.stdout + done.stderr
+    assert "CUDA tests: passed" in said and "determinism: identical" in said, said
+    assert "study: exit 1 (stopped" in said, said
+    facts = json.loads((out / "facts.json").read_text())
+    assert facts["torch"] and facts["gpu"] is None and facts["commit"]
+    assert "no CUDA device on this machine" in (out / "cuda-tests.log").read_text()
+    assert set(json.loads((out / "speed.json").read_text())["shared"]) == {"1", "2"}
+    assert "deadline reached: SIGINT" in (out / "study.log").read_text()
+    states = list((work / "results" / "tiny" / "train").glob("*/seed1/resume.pt"))
+    assert states, "no training state was saved at the deadline"
+    with tarfile.open(out / "results-tiny.tar.gz") as tar:
+        names = tar.getnames()
+    assert any(n.startswith("tiny/logs/train/") for n in names)
+    assert not any("/checkpoints" in n or n.endswith("resume.pt") for n in names)
