@@ -19,7 +19,7 @@ from mixnmt.batching import ParallelData
 from mixnmt.cli import main
 from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
-from mixnmt.train import METRICS, TrainConfig, TrainFiles, inverse_sqrt, train, validate
+from mixnmt.train import METRICS, TrainConfig, TrainFiles, Trainer, inverse_sqrt, train, validate
 
 HPARAMS = TINY_MODELS[FAST]
 # config.yaml's settings, for the tiny corpus: small batches, a fast schedule, no extras
@@ -386,3 +386,32 @@ def test_deterministic_mode_leaves_attention_to_the_math_kernel():
     assert not (cuda.flash_sdp_enabled() or cuda.mem_efficient_sdp_enabled() or cuda.cudnn_sdp_enabled())
     assert cuda.math_sdp_enabled()
     assert torch.utils.deterministic.fill_uninitialized_memory is False
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_a_training_step_never_waits_for_the_device(name):
+    """No scalar read (.item(), float(), bool()) and no nonzero or boolean indexing in a
+    training step: on a GPU each would wait for the device. A packed GRU encoder reads its
+    PackedSequence's batch sizes twice, but those live on the host by construction."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from mixnmt.models import build, resolve
+    from mixnmt.models.recurrent import BiGRU
+    from test_cuda import synthetic_batches
+
+    class Waits(TorchDispatchMode):
+        count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = str(func)
+            self.count += any(w in name for w in ("_local_scalar_dense", "nonzero", "masked_select"))
+            return func(*args, **(kwargs or {}))
+
+    arch, hparams = resolve(name, TINY_MODELS[name])
+    model = build(arch, hparams, 40, 40, True)
+    trainer = Trainer(model, train_config(), torch.device("cpu"))
+    first, second = synthetic_batches(40, 2)
+    trainer.train_step(first)
+    with Waits() as waits:
+        trainer.train_step(second)
+    assert waits.count == 2 * sum(isinstance(m, BiGRU) for m in model.modules())

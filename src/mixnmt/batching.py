@@ -44,17 +44,18 @@ class Batch:
     src: Tensor  # (B, S) source ids + EOS, padded
     tgt_in: Tensor  # (B, T) BOS + target ids, padded
     tgt_out: Tensor  # (B, T) target ids + EOS, padded
+    target_tokens: int | None = None  # counted where the batch is made, on the host
 
-    @property
-    def target_tokens(self) -> int:
-        return int((self.tgt_out != PAD).sum())
+    def __post_init__(self) -> None:
+        if self.target_tokens is None:
+            self.target_tokens = int((self.tgt_out != PAD).sum())
 
     def to(self, device: torch.device) -> Batch:
         """The batch on `device`; to a GPU from pinned memory, without waiting for the copy."""
         tensors = (self.src, self.tgt_in, self.tgt_out)
         if device.type == "cuda":
             tensors = tuple(t.pin_memory() for t in tensors)
-        return Batch(*(t.to(device, non_blocking=True) for t in tensors))
+        return Batch(*(t.to(device, non_blocking=True) for t in tensors), target_tokens=self.target_tokens)
 
 
 class ParallelData:

@@ -27,7 +27,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         real = target != PAD  # (N,)
         nll = -logp.gather(1, target[:, None]).squeeze(1)  # (N,)
         smooth = -logp.mean(-1)  # (N,)
-        loss = ((1 - eps) * nll + eps * smooth)[real].sum()
+        loss = torch.where(real, (1 - eps) * nll + eps * smooth, 0.0).sum()  # no boolean indexing: no sync
         ctx.save_for_backward(logp, target, real)
         ctx.eps, ctx.dtype = eps, logits.dtype
         return loss

@@ -211,7 +211,7 @@ class Trainer:
             lr=config.lr,
             betas=config.betas,
             weight_decay=config.weight_decay,
-            fused=device.type == "cuda",
+            fused=True,
         )
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(config.warmup))
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
