@@ -3,10 +3,11 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import TINY_MODELS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
-from mixnmt.analysis import analyse
+from mixnmt.analysis import ComponentUsage, analyse
 from mixnmt.batching import read_ids
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, architecture
@@ -77,7 +78,10 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
         assert len(stats["usage"]) == k and sum(stats["usage"]) == pytest.approx(1, abs=1e-3)
         assert 0 < stats["entropy"] <= math.log(k)
         split = stats["stay"] + stats["learned"] + stats["source"]
-        assert split == pytest.approx(1, abs=1e-3) and 1 <= stats["effective"] <= k + 1e-6
+        assert split == pytest.approx(1, abs=1e-3) and 0 <= stats["mi"] <= math.log(k)
+        heads = TINY_MODELS[name]["heads"]
+        assert all(len(values) == heads for values in stats["heads"].values())
+        assert all(1 <= n <= k for n in stats["heads"]["leading"])
         assert stats["steps"] == steps[result["axes"][weight][0]] == sum(stats["led"].values())
         assert all(
             len(tokens) <= 8 and tokens[0][1] >= tokens[-1][1] for tokens in stats["top_tokens"].values()
@@ -102,3 +106,47 @@ def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp
                 tmp_path / "a.json",
             )
     assert not (tmp_path / "a.json").exists()
+
+
+def hand_set(choice: torch.Tensor, candidates: int) -> torch.Tensor:
+    """Responsibilities (1, steps, heads, candidates) that put all mass on choice[t, h]."""
+    return torch.nn.functional.one_hot(choice, candidates).float()[None]
+
+
+def test_heads_that_each_sit_on_one_fixed_candidate_do_not_mix():
+    """Mass spread over candidates by heads, one fixed candidate per head: a constant
+    bias, with no information about the step."""
+    k, heads, steps = 8, 4, 50
+    usage = ComponentUsage(learned=k - 1)
+    usage.add(hand_set(torch.arange(heads).repeat(steps, 1), k), torch.full((1, steps), 5))
+    stats = usage.heads()
+    assert stats["mi"].tolist() == pytest.approx([0] * heads, abs=1e-5)
+    assert stats["entropy"].tolist() == pytest.approx([0] * heads, abs=1e-5)
+    assert stats["leading"].tolist() == [1] * heads
+    assert usage.split()["mi"] == pytest.approx(0, abs=1e-5)
+
+
+def test_heads_that_pick_by_input_carry_log_k_nats_about_the_step():
+    k, heads, steps = 8, 4, 8 * 50
+    tokens = torch.arange(steps) % k + 4  # the input decides the candidate
+    choice = (tokens[:, None] + torch.arange(heads)) % k  # (steps, heads)
+    usage = ComponentUsage(learned=k - 1)
+    usage.add(hand_set(choice, k), tokens[None])
+    stats = usage.heads()
+    assert stats["mi"].tolist() == pytest.approx([math.log(k)] * heads, rel=1e-4)
+    assert stats["entropy"].tolist() == pytest.approx([0] * heads, abs=1e-5)
+    assert stats["leading"].tolist() == [k] * heads
+
+
+def test_source_positions_are_one_candidate_whose_spread_is_measured_apart():
+    """A head reading the source uniformly over 4 positions: one candidate for mixing,
+    log 4 nats over positions."""
+    learned, positions, steps = 2, 4, 10
+    pi = torch.zeros(1, steps, 1, 1 + learned + positions)
+    pi[..., 1 + learned :] = 1 / positions
+    usage = ComponentUsage(learned=learned)
+    usage.add(pi, torch.full((1, steps), 5))
+    stats = usage.heads()
+    assert usage.usage().tolist() == pytest.approx([0, 0, 0, 1])
+    assert stats["mi"].item() == pytest.approx(0, abs=1e-6) and stats["entropy"].item() == pytest.approx(0)
+    assert stats["source_entropy"].item() == pytest.approx(math.log(positions), rel=1e-5)

@@ -39,6 +39,8 @@ MIX = analysis(
             "usage": [0.6, 0.1, 0.1, 0.1, 0.1],
             "components": 4,
             "entropy": 1.1,
+            "mi": 0.3,
+            "heads": {"entropy": [1.0, 1.2], "mi": [0.1, 0.5], "leading": [2, 5], "source_entropy": [0, 0]},
             "steps": 9,
             "led": {"0": 9},
             "top_tokens": {"0": [["▁A", 3]]},
@@ -87,10 +89,17 @@ COST = pd.DataFrame(
         ("alignments", {"analyses": [MULTIHEAD, SINGLE, MIX, PLAIN]}),
         ("responsibilities", {"analyses": [MULTIHEAD, MIX]}),
         ("component_usage", {"analyses": [MIX, PLAIN]}),
+        ("mixing", {"analyses": [MIX, PLAIN]}),
+        ("mixing", {"analyses": [PLAIN]}),  # nothing to draw: says so
         ("cost", {"cost": COST}),
         ("reliance", {"reliance": RELIANCE}),
         ("mixture_usage", {"metrics": {"plain": METRICS, "mix": METRICS.assign(**USAGE)}}),
         ("mixture_usage", {"metrics": {"plain": METRICS}}),  # nothing to draw: says so
+        # a run from before mixing was measured: its panel stays empty
+        (
+            "mixture_usage",
+            {"metrics": {"mix": METRICS.assign(**USAGE).drop(columns="decoder_responsibilities.mi")}},
+        ),
         ("alignments", {"analyses": [PLAIN, MIX]}),  # nothing to draw: says so
         ("responsibilities", {"analyses": [PLAIN]}),
     ],
@@ -175,3 +184,9 @@ def test_jobs_table_names_each_benchmarked_job_by_its_rule_and_run(tmp_path):
             "peak_rss_mb": 812.3,
         },
     ]
+
+
+def test_mixing_table_has_a_row_per_head_of_every_mixture():
+    table = TABLES["mixing"].build(analyses=[MIX, PLAIN])
+    assert table[["head", "mi", "leading"]].values.tolist() == [[0, 0.1, 2], [1, 0.5, 5]]
+    assert (table.candidates == 5).all() and set(table.model) == {"mix"}

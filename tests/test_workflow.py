@@ -377,7 +377,7 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     assert table.reliance.notna().all() and table.bleu_lc.notna().all()
     for name in mixtures:
         usage = pd.read_csv(out / "train" / name / "seed1" / "metrics.tsv", sep="\t")
-        assert any(column.endswith(".effective") for column in usage.columns), name
+        assert any(column.endswith(".mi") for column in usage.columns), name
     for name in FIGURES:
         png = (out / "figures" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name

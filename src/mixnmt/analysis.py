@@ -24,7 +24,13 @@ TOP_TOKENS = 8
 
 
 def rounded(t: Tensor) -> list:
-    return torch.round(t.float(), decimals=4).tolist()
+    """A tensor as (nested) lists, floats to 4 decimals."""
+    return torch.round(t.float(), decimals=4).tolist() if t.is_floating_point() else t.tolist()
+
+
+def entropy(p: Tensor) -> Tensor:
+    """Entropy (nats) of the distributions along the last axis of p."""
+    return -(p * p.clamp_min(1e-12).log()).sum(-1)
 
 
 def mixtures(model: Seq2Seq) -> list[str]:
@@ -35,51 +41,78 @@ def mixtures(model: Seq2Seq) -> list[str]:
 class ComponentUsage:
     """Running statistics of one responsibility tensor over a data set. Its candidates
     are "stay", the model's `learned` components and, if the mixture reads them, the
-    source positions, whose mass is counted as one candidate, "source"."""
+    source positions: counted as one candidate, "source", whose spread over the
+    positions is measured on its own (`source_entropy`)."""
 
     def __init__(self, learned: int) -> None:
         self.learned = learned
-        self.mass: Tensor | None = None  # summed responsibility per candidate
-        self.entropy = 0.0  # summed entropy (nats) of every head's distribution
+        self.mass: Tensor | None = None  # (H, c): summed responsibility per head and candidate
+        self.entropy: Tensor | None = None  # (H,): summed per-step entropy (nats) per head
+        self.source_entropy: Tensor | None = None  # (H,): summed source-mass-weighted entropy over positions
+        self.leads: Tensor | None = None  # (H, c): steps each candidate led, per head
         self.steps = 0
-        self.heads = 1
-        self.tokens: dict[int, Counter] = {}  # candidate -> tokens read when it led
+        self.tokens: dict[int, Counter] = {}  # candidate -> tokens read when it led (heads averaged)
 
     def add(self, pi: Tensor, read: Tensor) -> None:
         """pi (B, steps, H, n), zero at padding; read (B, steps): the token read at each step."""
         real = read != PAD
         p = pi[real].float()  # (N, H, n)
-        self.entropy += float(-(p * p.clamp_min(1e-12).log()).sum())
-        if p.size(-1) > 1 + self.learned:  # fold the source positions into one candidate
-            p = torch.cat([p[..., : 1 + self.learned], p[..., 1 + self.learned :].sum(-1, keepdim=True)], -1)
-        self.heads = p.size(1)
-        self.mass = p.sum((0, 1)) if self.mass is None else self.mass + p.sum((0, 1))
+        source = p[..., 1 + self.learned :]  # (N, H, S), empty without source candidates
+        if source.size(-1):  # fold the source positions into one candidate
+            mass = source.sum(-1, keepdim=True)  # (N, H, 1)
+            within = source / mass.clamp_min(1e-12)
+            spread = (mass[..., 0] * entropy(within)).sum(0)  # (H,)
+            p = torch.cat([p[..., : 1 + self.learned], mass], -1)
+        else:
+            spread = p.new_zeros(p.size(1))
+        leads = torch.nn.functional.one_hot(p.argmax(-1), p.size(-1)).sum(0)  # (H, c)
+        sums = (p.sum(0), entropy(p).sum(0), spread, leads)
+        if self.mass is None:
+            self.mass, self.entropy, self.source_entropy, self.leads = sums
+        else:
+            self.mass, self.entropy, self.source_entropy, self.leads = (
+                a + b for a, b in zip((self.mass, self.entropy, self.source_entropy, self.leads), sums)
+            )
         self.steps += p.size(0)
         leader = p.mean(1).argmax(-1)  # the candidate with most head-averaged mass, per step
         for candidate, token in zip(leader.tolist(), read[real].tolist()):
             self.tokens.setdefault(candidate, Counter())[token] += 1
 
     def usage(self) -> Tensor:
-        """Mean responsibility of each candidate."""
-        return self.mass / (self.steps * self.heads)
+        """Mean responsibility of each candidate, over heads and steps."""
+        return self.mass.mean(0) / self.steps
+
+    def heads(self) -> dict[str, Tensor]:
+        """Per head: the mean per-step entropy; the mutual information between the step
+        and the chosen candidate (entropy of the mean usage minus the mean per-step
+        entropy: 0 for a head that always mixes alike, up to log of the candidates for
+        one that picks by input); how many candidates lead at least 1% of the steps; and
+        the mean entropy over source positions (weighted by the source's mass)."""
+        step_entropy = self.entropy / self.steps
+        source = self.mass[:, 1 + self.learned :].sum(-1)
+        return {
+            "entropy": step_entropy,
+            "mi": (entropy(self.mass / self.steps) - step_entropy).clamp_min(0),
+            "leading": (self.leads >= 0.01 * self.steps).sum(-1),
+            "source_entropy": self.source_entropy / source.clamp_min(1e-12),
+        }
 
     def split(self) -> dict[str, float]:
         """Mean mass on stay, on the learned components and on the source, and the
-        effective number of candidates used: exp of the entropy of the mean usage."""
-        usage = self.usage()
-        source = float(usage[1 + self.learned :].sum())
-        entropy = -(usage * usage.clamp_min(1e-12).log()).sum()
+        per-step entropy and mutual information, averaged over heads."""
+        usage, heads = self.usage(), self.heads()
         return {
             "stay": float(usage[0]),
             "learned": float(usage[1 : 1 + self.learned].sum()),
-            "source": source,
-            "effective": float(entropy.exp()),
+            "source": float(usage[1 + self.learned :].sum()),
+            "entropy": float(heads["entropy"].mean()),
+            "mi": float(heads["mi"].mean()),
         }
 
     def summary(self, tokenizer: Tokenizer) -> dict[str, Any]:
         """Mean usage of "stay" (0), each component and the source (last, if read), the
-        split of `split`, mean entropy, how many steps each candidate led, and the tokens
-        it led on most."""
+        masses, entropy and mutual information of `split`, the per-head statistics of
+        `heads`, how many steps each candidate led, and the tokens it led on most."""
         top = {}
         for candidate, counts in sorted(self.tokens.items()):
             tokens, n = zip(*counts.most_common(TOP_TOKENS))
@@ -89,7 +122,7 @@ class ComponentUsage:
             "usage": rounded(self.usage()) if used else [],
             "components": self.learned,
             **(self.split() if used else {}),
-            "entropy": self.entropy / (self.steps * self.heads) if used else None,
+            "heads": {k: rounded(v) for k, v in self.heads().items()} if used else {},
             "steps": self.steps,
             "led": {str(k): sum(counts.values()) for k, counts in sorted(self.tokens.items())},
             "top_tokens": top,

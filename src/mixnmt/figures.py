@@ -45,8 +45,14 @@ FIGURES: dict[str, Figure] = {
         ("reliance",),
         "reliance",
     ),
+    "mixing": Figure(
+        "per head: mutual information between step and candidate, and per-step entropy",
+        "mixing",
+        ("analyses",),
+        "mixtures",
+    ),
     "mixture_usage": Figure(
-        "mass on stay, learned components and source, and effective components, per epoch",
+        "mass on stay, learned components and source, and how much the heads mix, per epoch",
         "mixture_usage",
         ("metrics",),
         "mixtures",

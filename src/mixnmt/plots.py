@@ -264,6 +264,29 @@ def component_usage(analyses: list[dict[str, Any]]) -> Figure:
     return fig
 
 
+def mixing(analyses: list[dict[str, Any]]) -> Figure:
+    """Per head of every mixture, over the test set: the mutual information between the
+    step and the candidate (a head that mixes by input) beside the mean per-step entropy
+    (a head that spreads its mass), against log of the candidates, their ceiling."""
+    rows = [(a, name, stats) for a in analyses for name, stats in a["components"].items() if stats["heads"]]
+    if not rows:
+        return empty("No mixture model in this experiment.")
+    colors = palette(a["model"] for a in analyses)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 1.9 * len(rows)), squeeze=False, layout="constrained")
+    for ax, (a, name, stats) in zip(axes[:, 0], rows):
+        heads = np.arange(len(stats["heads"]["mi"]))
+        ax.bar(heads - 0.2, stats["heads"]["mi"], 0.4, color=colors[a["model"]], label="I(step; candidate)")
+        ax.bar(heads + 0.2, stats["heads"]["entropy"], 0.4, color="#bbbbbb", label="per-step entropy")
+        ax.axhline(math.log(len(stats["usage"])), color="#444444", lw=0.8, ls="--", label="log(candidates)")
+        ax.set_xticks(heads)
+        ax.set_ylabel("nats")
+        ax.set_title(f"{a['model']} {name.replace('_', ' ')}", fontsize=9)
+    axes[-1, 0].set_xlabel("head")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False, fontsize=8)
+    return fig
+
+
 def reliance(reliance: pd.DataFrame) -> Figure:
     """Loss with a shuffled source minus loss with the true one, by target position (the
     reliance table's means over seeds): how much each model still reads its source as the
@@ -282,12 +305,19 @@ def reliance(reliance: pd.DataFrame) -> Figure:
     return fig
 
 
-USAGE = ("stay", "learned", "source", "effective")
+USAGE = {
+    "stay": "mass on stay",
+    "learned": "mass on learned components",
+    "source": "mass on the source",
+    "mi": "mixing: I(step; candidate) per head (nats)",
+}
 
 
 def mixture_usage(metrics: dict[str, pd.DataFrame]) -> Figure:
     """Per epoch, on validation: the mass each mixture model puts on stay, on its learned
-    components and on the source, and its effective number of candidates."""
+    components and on the source, and how much its heads mix: the mutual information
+    between the step and the candidate, averaged over heads (runs from before it was
+    measured leave that panel out)."""
     series = [
         (model, column.removesuffix(".stay"), m)
         for model, m in metrics.items()
@@ -304,11 +334,12 @@ def mixture_usage(metrics: dict[str, pd.DataFrame]) -> Figure:
         style = styles[names.index(name) % len(styles)]
         for ax, stat in zip(axes, USAGE):
             label = f"{model} {name.replace('_', ' ')}"
-            ax.plot(m.epoch, m[f"{name}.{stat}"], style, marker="o", ms=3, color=colors[model], label=label)
-    for ax, stat in zip(axes, USAGE):
-        ax.set_title(
-            "effective number of candidates" if stat == "effective" else f"mass on {stat}", fontsize=10
-        )
+            if f"{name}.{stat}" in m:
+                ax.plot(
+                    m.epoch, m[f"{name}.{stat}"], style, marker="o", ms=3, color=colors[model], label=label
+                )
+    for ax, title in zip(axes, USAGE.values()):
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylabel("validation mean")

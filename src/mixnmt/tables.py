@@ -170,6 +170,26 @@ def components(analyses: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
+def mixing(analyses: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per head of every mixture, over the test set: its mean per-step entropy,
+    the mutual information between step and candidate, how many candidates lead at least
+    1% of the steps, and its mean entropy over source positions (where it reads them)."""
+    columns = ["model", "weights", "head", "candidates", "entropy", "mi", "leading", "source_entropy"]
+    rows = [
+        {
+            "model": analysis["model"],
+            "weights": mixture,
+            "head": head,
+            "candidates": len(stats["usage"]),
+            **{stat: values[head] for stat, values in stats["heads"].items()},
+        }
+        for analysis in analyses
+        for mixture, stats in analysis["components"].items()
+        for head in range(len(stats["heads"].get("mi", [])))
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def components_html(table: pd.DataFrame, per_mixture: int = 12) -> str:
     """The components that led most often, per mixture; the full table is in the TSV."""
     parts = []
@@ -205,4 +225,5 @@ TABLES: dict[str, Table] = {
     "cost": Table(cost, ("manifests", "speeds", "scores"), "cost"),
     "jobs": Table(jobs, ("benchmarks",), "cost"),
     "components": Table(components, ("analyses",), "mixtures", components_html),
+    "mixing": Table(mixing, ("analyses",), "mixtures"),
 }

@@ -162,8 +162,9 @@ def validate(
 ) -> tuple[float, dict[str, float]]:
     """Mean per-token negative log-likelihood (nats, no smoothing) over `data`, and how
     a mixture model uses its candidates there: for each responsibility tensor the mean
-    mass on stay, learned components and source, and the effective number of candidates
-    (columns "<weights>.stay", ...; none for other models)."""
+    mass on stay, learned components and source, and per head (averaged over heads) the
+    per-step entropy and the mutual information between step and candidate (columns
+    "<weights>.stay", ..., "<weights>.mi"; none for other models)."""
     model.eval()
     total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
     usage = {name: ComponentUsage(model.learned_components) for name in mixtures(model)}
