@@ -356,7 +356,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 
-    s = command("reliance", cmd_reliance, "validation loss with the true against a shuffled source")
+    s = command(
+        "reliance", cmd_reliance, "how much the true source raises validation tokens' probability over others"
+    )
     s.add_argument("--model", required=True, metavar="NAME")
     s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument("--checkpoint", type=Path, required=True)

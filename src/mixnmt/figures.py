@@ -40,7 +40,7 @@ FIGURES: dict[str, Figure] = {
         "mean responsibility of every mixture component", "component_usage", ("analyses",), "mixtures"
     ),
     "reliance": Figure(
-        "loss with a shuffled source minus with the true one, by target position",
+        "how much the true source raises each token's probability over other sources, by position",
         "reliance",
         ("reliance",),
         "reliance",

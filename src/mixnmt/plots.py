@@ -288,9 +288,8 @@ def mixing(analyses: list[dict[str, Any]]) -> Figure:
 
 
 def reliance(reliance: pd.DataFrame) -> Figure:
-    """Loss with a shuffled source minus loss with the true one, by target position (the
-    reliance table's means over seeds): how much each model still reads its source as the
-    sentence goes on."""
+    """The source-reliance estimate by target position (the reliance table's means over
+    seeds): how much each model still reads its source as the sentence goes on."""
     colors = palette(reliance.model)
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     shown = reliance[(reliance.position > 0) & (reliance.tokens >= 20)]  # positions enough sentences reach
@@ -299,7 +298,7 @@ def reliance(reliance: pd.DataFrame) -> Figure:
         ax.plot(rows.position, rows.difference, marker="o", ms=3, color=colors[model], label=model)
     ax.axhline(0, color="#888888", lw=0.8)
     ax.set_xlabel("target position (validation set; positions with at least 20 tokens)")
-    ax.set_ylabel("shuffled - true source loss (nats/token)")
+    ax.set_ylabel("log p(y | x) - log mean p(y | x') (nats/token)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     legend_below(fig, ax)
     return fig

@@ -1,16 +1,28 @@
-"""How much a model reads its source: validation loss with the true source against a
-shuffled one (every target paired with another sentence's source), by target position.
-A model whose difference falls to zero after a few tokens has forgotten the sentence."""
+"""How much a model reads its source, as an estimate with an interval.
+
+For each target token, its log-probability with the true source against the log of its
+mean probability over N sources: the true one and N - 1 others of about the same length
+(neighbours in a length-sorted order, drawn anew in each of several rounds):
+
+    r_t = log p(y_t | y_<t, x) - log (1/N) sum_n p(y_t | y_<t, x_n),    x_1 = x
+
+r is about 0 for a model that ignores its source and at most log N (the true source is
+one of the N: a contrastive bound on how much the source tells about the token), so
+neither over-confidence nor the other sources' lengths inflate it. By target position
+and overall, with 95% intervals over sentences. A model whose estimate falls to zero
+after a few tokens has forgotten the sentence.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pad_sequence
+from torch import Tensor
 
 from mixnmt import checkpoint
 from mixnmt.batching import ParallelData
@@ -21,39 +33,97 @@ from mixnmt.tokenize import PAD
 
 log = logging.getLogger(__name__)
 
+SOURCES = 8  # N: the true source and 7 others
+ROUNDS = 2  # draws of the others, averaged
+RESAMPLES = 1000  # bootstrap over sentences for the overall interval
 
-def shuffled(data: ParallelData, seed: int = 0) -> ParallelData:
-    """`data` with every target paired with another sentence's source: a fixed random
-    cycle through the corpus, so no sentence keeps its own."""
-    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed)).tolist()
-    src = list(data.src)
-    for here, there in zip(order, order[1:] + order[:1]):
-        src[here] = data.src[there]
-    return ParallelData(src, data.tgt, name=f"{data.name} (shuffled sources)")
+
+def others(data: ParallelData, n: int, seed: int) -> list[list[int]]:
+    """For each sentence, `n` other sentences of about its source length: its neighbours
+    in an order sorted by source length, ties in a random order drawn from `seed`."""
+    tie = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed)).tolist()
+    order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), tie[i]))
+    n = min(n, len(data) - 1)
+    chosen = [[] for _ in order]
+    for k, i in enumerate(order):
+        start = min(max(k - n // 2, 0), len(order) - n - 1)
+        chosen[i] = [j for j in order[start : start + n + 1] if j != i][:n]
+    return chosen
 
 
 @torch.no_grad()
-def loss_by_position(
-    model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device
-) -> pd.DataFrame:
-    """Summed negative log-likelihood (nats) and token count at each target position."""
+def token_nll(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device) -> list[Tensor]:
+    """Each sentence's negative log-likelihood (nats) per target token, EOS included."""
     model.eval()
-    sums, counts = [], []  # per batch: summed nll and real tokens at each position
+    out: list[Tensor] = [torch.empty(0)] * len(data)
     for indices in data.batches(max_tokens):
         batch = data.collate(indices).to(device)
         logits = model(batch.src, batch.tgt_in).float()  # (B, T, V)
-        nll = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD, reduction="none")
-        sums.append(nll.sum(0).double().cpu())  # (T,)
-        counts.append((batch.tgt_out != PAD).sum(0).cpu())  # (T,)
-    total, count = (pad_sequence(x, batch_first=True).sum(0) for x in (sums, counts))
-    used = count > 0
-    return pd.DataFrame(
+        nll = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD, reduction="none").cpu()
+        for row, i in enumerate(indices):
+            out[i] = nll[row, : len(data.tgt[i]) + 1].double()
+    return out
+
+
+def estimates(
+    model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device, sources: int, rounds: int
+) -> tuple[list[Tensor], list[Tensor]]:
+    """Per sentence and target token: the loss with the true source, and r_t."""
+    true = token_nll(model, data, max_tokens, device)
+    r = [torch.zeros_like(t) for t in true]
+    for seed in range(rounds):
+        partners = others(data, sources - 1, seed)
+        losses = [true]
+        for j in range(sources - 1):
+            swapped = ParallelData([data.src[p[j]] for p in partners], data.tgt, name=data.name)
+            losses.append(token_nll(model, swapped, max_tokens, device))
+        for s in range(len(data)):
+            logp = -torch.stack([loss[s] for loss in losses])  # (N, T_s)
+            r[s] += (logp[0] - (logp.logsumexp(0) - math.log(len(losses)))) / rounds
+    return true, r
+
+
+def interval(values: Tensor) -> tuple[float, float]:
+    """A normal 95% interval of the mean of `values`."""
+    half = 1.96 * float(values.std()) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+    mean = float(values.mean())
+    return mean - half, mean + half
+
+
+def by_position(true: list[Tensor], r: list[Tensor], seed: int = 0) -> pd.DataFrame:
+    """Per target position (0: all tokens): tokens, mean loss with the true source, the
+    mean estimate and its 95% interval over sentences (by bootstrap for all tokens)."""
+    rows = []
+    sums = torch.stack([x.sum() for x in r])
+    counts = torch.tensor([len(x) for x in r], dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    draws = torch.randint(len(r), (RESAMPLES, len(r)), generator=g)
+    boot = sums[draws].sum(1) / counts[draws].sum(1)
+    rows.append(
         {
-            "position": (torch.arange(len(count)) + 1)[used].tolist(),
-            "tokens": count[used].tolist(),
-            "nll": total[used].tolist(),
+            "position": 0,
+            "tokens": int(counts.sum()),
+            "loss_true": float(sum(x.sum() for x in true) / counts.sum()),
+            "difference": float(sums.sum() / counts.sum()),
+            "low": float(boot.quantile(0.025)),
+            "high": float(boot.quantile(0.975)),
         }
     )
+    for t in range(max(map(len, r))):
+        reached = [s for s in range(len(r)) if len(r[s]) > t]
+        values = torch.stack([r[s][t] for s in reached])
+        low, high = interval(values)
+        rows.append(
+            {
+                "position": t + 1,
+                "tokens": len(reached),
+                "loss_true": float(torch.stack([true[s][t] for s in reached]).mean()),
+                "difference": float(values.mean()),
+                "low": low,
+                "high": high,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def source_reliance(
@@ -65,27 +135,23 @@ def source_reliance(
     seed: int,
     max_tokens: int,
     output: Path,
+    sources: int = SOURCES,
+    rounds: int = ROUNDS,
 ) -> pd.DataFrame:
-    """Per target position of the validation set: mean loss with the true and with a
-    shuffled source, and their difference (nats/token); position 0 is all tokens."""
+    """Per target position of the validation set (0: all tokens): the mean loss with the
+    true source and the reliance estimate r (nats/token) with its 95% interval."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
     data = ParallelData.load(*valid, (len(loaded.source), len(loaded.target)))
-    true = loss_by_position(loaded.model, data, max_tokens, loaded.device)
-    other = loss_by_position(loaded.model, shuffled(data), max_tokens, loaded.device)
-    table = true.merge(other, on=["position", "tokens"], suffixes=("_true", "_shuffled"))
-    overall = table[["tokens", "nll_true", "nll_shuffled"]].sum().to_frame().T.assign(position=0)
-    table = pd.concat([overall, table], ignore_index=True)
-    result = pd.DataFrame(
-        {
-            "model": name,
-            "seed": seed,
-            "position": table.position.astype(int),
-            "tokens": table.tokens.astype(int),
-            "loss_true": (table.nll_true / table.tokens).round(4),
-            "loss_shuffled": (table.nll_shuffled / table.tokens).round(4),
-        }
-    )
-    result["difference"] = (result.loss_shuffled - result.loss_true).round(4)
+    true, r = estimates(loaded.model, data, max_tokens, loaded.device, sources, rounds)
+    table = by_position(true, r).round(4)
+    result = pd.concat([pd.DataFrame({"model": [name] * len(table), "seed": seed}), table], axis=1)
     write_table(output, stamped(result))
-    log.info("%s seed %d: source reliance %.3f nats/token", name, seed, result.difference.iloc[0])
+    log.info(
+        "%s seed %d: source reliance %.3f nats/token (%.3f to %.3f; at most log %d = %.3f)",
+        name,
+        seed,
+        *result[["difference", "low", "high"]].iloc[0],
+        sources,
+        math.log(sources),
+    )
     return result

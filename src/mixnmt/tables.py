@@ -86,14 +86,15 @@ def contrasts(contrast_runs: list[dict[str, Any]]) -> pd.DataFrame:
 
 def reliance(reliance_runs: pd.DataFrame) -> pd.DataFrame:
     """Per model and target position (0: all tokens), the validation loss with the true
-    and with a shuffled source and their difference, as means over seeds."""
+    source and the source-reliance estimate (mixnmt.reliance), as means over seeds with
+    their standard deviation over seeds (each run's interval over sentences is in its own
+    reliance/<model>/seed<n>.tsv)."""
     return (
         reliance_runs.groupby(["model", "position"], sort=False)
         .agg(
             seeds=("seed", "nunique"),
             tokens=("tokens", "first"),
             loss_true=("loss_true", "mean"),
-            loss_shuffled=("loss_shuffled", "mean"),
             difference=("difference", "mean"),
             difference_sd=("difference", "std"),
         )
