@@ -70,6 +70,17 @@ RELIANCE = pd.DataFrame(
         "difference": [0.5, 0.8, 0.3, 1.0, 1.2, 1.1],
     }
 )
+USE = pd.DataFrame(
+    {
+        "model": ["mix"] * 3,
+        "weights": ["decoder_responsibilities"] * 3,
+        "group": ["stay", "learned", "source"],
+        "seeds": 1,
+        "mass": [0.1, 0.9, 0.0],
+        "change": [0.5, 0.02, 0.0],
+        "change_sd": float("nan"),
+    }
+)
 COST = pd.DataFrame(
     {
         "model": ["plain", "single"],
@@ -91,6 +102,8 @@ COST = pd.DataFrame(
         ("component_usage", {"analyses": [MIX, PLAIN]}),
         ("mixing", {"analyses": [MIX, PLAIN]}),
         ("mixing", {"analyses": [PLAIN]}),  # nothing to draw: says so
+        ("use", {"use": USE}),
+        ("use", {"use": USE.iloc[:0]}),  # nothing to draw: says so
         ("cost", {"cost": COST}),
         ("reliance", {"reliance": RELIANCE}),
         ("mixture_usage", {"metrics": {"plain": METRICS, "mix": METRICS.assign(**USAGE)}}),
@@ -190,3 +203,12 @@ def test_mixing_table_has_a_row_per_head_of_every_mixture():
     table = TABLES["mixing"].build(analyses=[MIX, PLAIN])
     assert table[["head", "mi", "leading"]].values.tolist() == [[0, 0.1, 2], [1, 0.5, 5]]
     assert (table.candidates == 5).all() and set(table.model) == {"mix"}
+
+
+def test_use_table_averages_each_groups_mass_and_loss_rise_over_seeds():
+    runs = pd.concat([USE.drop(columns=["seeds", "change_sd"]).assign(seed=seed) for seed in (1, 2)])
+    runs.loc[runs.seed == 2, "change"] += 0.1
+    table = TABLES["use"].build(use_runs=runs)
+    assert table.group.tolist() == ["stay", "learned", "source"] and (table.seeds == 2).all()
+    assert table.change.tolist() == pytest.approx([0.55, 0.07, 0.05])
+    assert table.change_sd.tolist() == pytest.approx([0.0707] * 3, abs=1e-4)

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from conftest import FAST, tiny_model
+from conftest import FAST, VARIANTS, tiny_model
 from mixnmt.batching import ParallelData
-from mixnmt.reliance import by_position, estimates, others, token_nll
-from mixnmt.tokenize import EOS
+from mixnmt.reliance import by_position, estimates, knocked_out, others, token_nll, use_of_candidates
+from mixnmt.tokenize import EOS, PAD
 
 VOCAB = 30
 
@@ -85,3 +85,53 @@ def test_the_estimate_is_at_most_log_n_and_has_an_interval_per_position():
     assert table.difference.iloc[0] == pytest.approx(overall)
     reached = table[table.tokens > 1]
     assert (reached.low <= reached.difference).all() and (reached.difference <= reached.high).all()
+
+
+def mixture_weights(model) -> list[str]:
+    return [w for w, axes in model.analysis_axes.items() if axes[-1] == "component"]
+
+
+@pytest.mark.parametrize("name", [n for n in VARIANTS if mixture_weights(tiny_model(n, VOCAB)[2])])
+def test_knocking_out_a_group_without_mass_changes_nothing(name):
+    """A group with no candidates (no learned components, no source states) holds no
+    mass: knocking it out leaves every logit as it was. One with candidates does not."""
+    _, hparams, model = tiny_model(name, VOCAB, dropout=0.0)
+    data = corpus()
+    batch = data.collate(range(6))
+    with torch.no_grad():
+        before, pis = model.teacher_forcing(batch.src, batch.tgt_in, keep_weights=True)
+        for weights in mixture_weights(model):
+            reads_source = pis[weights].size(-1) > 1 + hparams["components"]
+            for group, empty in (("learned", hparams["components"] == 0), ("source", not reads_source)):
+                with knocked_out(model, weights, group):
+                    after = model(batch.src, batch.tgt_in)
+                assert torch.equal(after, before) == empty, (weights, group)
+
+
+def test_a_knocked_out_group_gets_no_responsibility_and_the_rest_renormalise():
+    name = next(n for n in VARIANTS if "source=states" in n and "components=8" in n)
+    model = tiny_model(name, VOCAB, dropout=0.0)[2]
+    batch = corpus().collate(range(6))
+    with torch.no_grad(), knocked_out(model, "decoder_responsibilities", "source"):
+        pi = model.analyse(batch.src, batch.tgt_in)["decoder_responsibilities"]  # (B, T, H, 1+K+S)
+    real = batch.tgt_in != PAD
+    assert pi[real][..., 1 + model.learned_components :].abs().max() == 0
+    assert torch.allclose(pi[real].sum(-1), torch.ones(1))
+    assert all(not m.knocked_out for m in model.mixes("decoder_responsibilities"))  # restored
+
+
+def test_mass_against_use_has_a_row_per_mixture_and_group():
+    name = next(n for n in VARIANTS if "source=initial" in n and "components=0" in n)
+    model = tiny_model(name, VOCAB, dropout=0.0)[2]
+    tokenizers = {"source": Pieces(), "target": Pieces()}
+    table = use_of_candidates(model, corpus(), 40, torch.device("cpu"), tokenizers)
+    assert list(table.weights.unique()) == mixture_weights(model)
+    assert (table.groupby("weights").mass.sum() - 1).abs().max() < 1e-3
+    nothing = table[table.group != "stay"]  # no components and no source: stay is all
+    assert (nothing.mass == 0).all() and (nothing.change == 0).all()
+    assert (table[table.group == "stay"].change != 0).all()  # without stay, the cell cannot move
+
+
+class Pieces:
+    def pieces(self, ids):
+        return [str(i) for i in ids]

@@ -375,6 +375,9 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     overall = reliance[reliance.position == 0].set_index("model").difference
     assert sorted(overall.index) == models and (overall > 0).all()  # every tiny model reads its source
     assert table.reliance.notna().all() and table.bleu_lc.notna().all()
+    use = pd.read_csv(out / "tables" / "use.tsv", sep="\t")
+    assert set(use.model) == mixtures and set(use.group) == {"stay", "learned", "source"}
+    assert (use.groupby(["model", "weights"]).mass.sum() - 1).abs().max() < 1e-3
     for name in mixtures:
         usage = pd.read_csv(out / "train" / name / "seed1" / "metrics.tsv", sep="\t")
         assert any(column.endswith(".mi") for column in usage.columns), name

@@ -150,7 +150,7 @@ def cmd_reliance(a: argparse.Namespace) -> None:
 
     _set_threads(a.threads)
     source_reliance(
-        a.model, a.hparams, a.checkpoint, tuple(a.spm), tuple(a.valid), a.seed, a.max_tokens, a.output
+        a.model, a.hparams, a.checkpoint, tuple(a.spm), tuple(a.valid), a.seed, a.max_tokens, a.output, a.use
     )
 
 
@@ -367,6 +367,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
     s.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per batch")
     s.add_argument("--threads", type=int)
+    s.add_argument(
+        "--use", type=Path, help="also write here (TSV) the loss with each candidate group knocked out"
+    )
     s.add_argument("output", type=Path, help="TSV")
 
     s = command("analyse", cmd_analyse, "alignments and mixture responsibilities of a model")

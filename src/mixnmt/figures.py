@@ -51,6 +51,12 @@ FIGURES: dict[str, Figure] = {
         ("analyses",),
         "mixtures",
     ),
+    "use": Figure(
+        "mass against use: each candidate group's mass against the loss rise without it",
+        "use",
+        ("use",),
+        "mixtures",
+    ),
     "mixture_usage": Figure(
         "mass on stay, learned components and source, and how much the heads mix, per epoch",
         "mixture_usage",

@@ -52,10 +52,12 @@ INPUTS: dict[str, Input] = {
     "scores": Input("the score table (scores.tsv)", read_table, single=True),
     "benchmarks": Input("Snakemake benchmark files, benchmarks/<rule>/<job>.tsv", _benchmarks),
     "reliance_runs": Input("`mixnmt reliance` tables, one per model and seed", _tables),
+    "use_runs": Input("`mixnmt reliance --use` tables (knock-outs), one per model and seed", _tables),
     "contrast_runs": Input(
         "`mixnmt contrasts` files, one per seed and test set", lambda paths: [read_json(p) for p in paths]
     ),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),
     "reliance": Input("the source-reliance table (tables/reliance.tsv)", read_table, single=True),
+    "use": Input("the mass-against-use table (tables/use.tsv)", read_table, single=True),
 }

@@ -287,6 +287,25 @@ def mixing(analyses: list[dict[str, Any]]) -> Figure:
     return fig
 
 
+def use(use: pd.DataFrame) -> Figure:
+    """Mass against use: each candidate group of each mixture, its mass (x) against the
+    rise of the validation loss when it is knocked out (y)."""
+    if use.empty:
+        return empty("No mixture model in this experiment.")
+    colors = palette(use.model)
+    markers = {"stay": "o", "learned": "s", "source": "^"}
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    for row in use.itertuples():
+        ax.scatter(row.mass, row.change, color=colors[row.model], marker=markers[row.group], s=40, zorder=3)
+        label = f"{row.model} {row.weights.removesuffix('_responsibilities').replace('_', ' ')}: {row.group}"
+        ax.annotate(label, (row.mass, row.change), xytext=(4, 3), textcoords="offset points", fontsize=7)
+    ax.axhline(0, color="#888888", lw=0.8)
+    ax.set_xlabel("mass (mean responsibility, validation set)")
+    ax.set_ylabel("validation loss rise when knocked out (nats/token)")
+    ax.set_yscale("symlog", linthresh=0.01)
+    return fig
+
+
 def reliance(reliance: pd.DataFrame) -> Figure:
     """The source-reliance estimate by target position (the reliance table's means over
     seeds): how much each model still reads its source as the sentence goes on."""

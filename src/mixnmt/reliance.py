@@ -11,12 +11,18 @@ one of the N: a contrastive bound on how much the source tells about the token),
 neither over-confidence nor the other sources' lengths inflate it. By target position
 and overall, with 95% intervals over sentences. A model whose estimate falls to zero
 after a few tokens has forgotten the sentence.
+
+Beside it, for the mixture models, mass against use: the validation loss with each
+group of a mixture's candidates (stay, learned components, source positions) knocked
+out, against the mass the group holds.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -25,9 +31,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from mixnmt import checkpoint
+from mixnmt.analysis import component_usage
 from mixnmt.batching import ParallelData
 from mixnmt.files import write_table
 from mixnmt.models import Seq2Seq
+from mixnmt.models.mixture import GROUPS
 from mixnmt.provenance import stamped
 from mixnmt.tokenize import PAD
 
@@ -126,6 +134,51 @@ def by_position(true: list[Tensor], r: list[Tensor], seed: int = 0) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
+@contextmanager
+def knocked_out(model: Seq2Seq, weights: str, group: str) -> Iterator[None]:
+    """Within the block, the mixture behind `weights` never picks candidates of `group`."""
+    mixes = model.mixes(weights)
+    for mix in mixes:
+        mix.knocked_out = frozenset({group})
+    try:
+        yield
+    finally:
+        for mix in mixes:
+            del mix.knocked_out  # back to the class's: none
+
+
+def mean_loss(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device) -> float:
+    """Mean negative log-likelihood per target token (nats)."""
+    losses = token_nll(model, data, max_tokens, device)
+    return float(sum(x.sum() for x in losses) / sum(len(x) for x in losses))
+
+
+def use_of_candidates(
+    model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device, tokenizers: dict
+) -> pd.DataFrame:
+    """Mass against use: per mixture and candidate group (stay, learned components, source
+    positions), its mean responsibility and how much the loss rises when the group is
+    knocked out (masked, the other candidates renormalised). Mass is not use: a group
+    can hold mass the model does not need, and a small one can matter."""
+    usage = component_usage(model, data, tokenizers, device)
+    base = mean_loss(model, data, max_tokens, device) if usage else math.nan
+    rows = []
+    for weights, stats in usage.items():
+        for group in GROUPS:
+            with knocked_out(model, weights, group):
+                loss = mean_loss(model, data, max_tokens, device)
+            rows.append(
+                {
+                    "weights": weights,
+                    "group": group,
+                    "mass": stats[group],
+                    "loss": loss,
+                    "change": loss - base,
+                }
+            )
+    return pd.DataFrame(rows, columns=["weights", "group", "mass", "loss", "change"])
+
+
 def source_reliance(
     name: str,
     entry: dict | None,
@@ -135,16 +188,22 @@ def source_reliance(
     seed: int,
     max_tokens: int,
     output: Path,
+    use: Path | None = None,
     sources: int = SOURCES,
     rounds: int = ROUNDS,
 ) -> pd.DataFrame:
     """Per target position of the validation set (0: all tokens): the mean loss with the
-    true source and the reliance estimate r (nats/token) with its 95% interval."""
+    true source and the reliance estimate r (nats/token) with its 95% interval; and if
+    `use` is given, there the mass against use of a mixture's candidate groups."""
     loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
     data = ParallelData.load(*valid, (len(loaded.source), len(loaded.target)))
     true, r = estimates(loaded.model, data, max_tokens, loaded.device, sources, rounds)
     table = by_position(true, r).round(4)
     result = pd.concat([pd.DataFrame({"model": [name] * len(table), "seed": seed}), table], axis=1)
+    if use is not None:
+        tokenizers = {"source": loaded.source, "target": loaded.target}
+        groups = use_of_candidates(loaded.model, data, max_tokens, loaded.device, tokenizers).round(4)
+        write_table(use, stamped(groups.assign(model=name, seed=seed)[["model", "seed", *groups.columns]]))
     write_table(output, stamped(result))
     log.info(
         "%s seed %d: source reliance %.3f nats/token (%.3f to %.3f; at most log %d = %.3f)",

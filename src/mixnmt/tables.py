@@ -103,6 +103,23 @@ def reliance(reliance_runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def use(use_runs: pd.DataFrame) -> pd.DataFrame:
+    """Mass against use: per mixture and candidate group, its mean responsibility on the
+    validation set and the rise of the validation loss when it is knocked out, as means
+    over seeds (with the standard deviation of the rise over seeds)."""
+    return (
+        use_runs.groupby(["model", "weights", "group"], sort=False)
+        .agg(
+            seeds=("seed", "nunique"),
+            mass=("mass", "mean"),
+            change=("change", "mean"),
+            change_sd=("change", "std"),
+        )
+        .round(4)
+        .reset_index()
+    )
+
+
 def reliance_html(table: pd.DataFrame, positions: int = 12) -> str:
     """Overall and the first target positions, one column per model."""
     shown = table[table.position <= positions].pivot_table(
@@ -227,4 +244,5 @@ TABLES: dict[str, Table] = {
     "jobs": Table(jobs, ("benchmarks",), "cost"),
     "components": Table(components, ("analyses",), "mixtures", components_html),
     "mixing": Table(mixing, ("analyses",), "mixtures"),
+    "use": Table(use, ("use_runs",), "mixtures"),
 }

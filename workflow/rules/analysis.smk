@@ -56,7 +56,8 @@ rule reliance:
         valid=[ids("valid", SRC), ids("valid", TGT)],
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        f"{OUT}/reliance/{run()}.tsv",
+        reliance=f"{OUT}/reliance/{run()}.tsv",
+        use=f"{OUT}/use/{run()}.tsv",
     log:
         logged(f"reliance/{run()}"),
     benchmark:
@@ -76,7 +77,7 @@ rule reliance:
         "mixnmt reliance --model {wildcards.model:q} --hparams {params.hparams:q}"
         " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --valid {input.valid:q}"
         " --seed {wildcards.seed} --max-tokens {params.max_tokens} --threads {threads}"
-        " {output:q} 2> {log:q}"
+        " --use {output.use:q} {output.reliance:q} 2> {log:q}"
 
 
 rule analyse:

@@ -252,6 +252,7 @@ INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.
     ),
     "benchmarks": benchmark_files(),
     "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
+    "use_runs": every_run("use/{model}/seed{seed}.tsv"),
     "contrast_runs": expand(
         f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS
     ),

@@ -29,5 +29,6 @@ for name in MODELS:
                 for seed in SEEDS
             ],
             [f"{OUT}/reliance/{run(name, seed)}.tsv" for seed in SEEDS],
+            [f"{OUT}/use/{run(name, seed)}.tsv" for seed in SEEDS],
             f"{OUT}/speed/{name}.json",
             f"{OUT}/analysis/{name}.json",

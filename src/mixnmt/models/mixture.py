@@ -50,8 +50,15 @@ class Memory:
     source_mask: Tensor | None = None
 
 
+GROUPS = ("stay", "learned", "source")
+"""A mixture's groups of candidates, in the order of its responsibilities."""
+
+
 class Mix(nn.Module):
     """Mix(q ; M): attention of a query over [q ; M ; source states], multi-head."""
+
+    knocked_out: frozenset[str] = frozenset()
+    """Candidate groups masked out (the rest renormalised): a test-time knock-out."""
 
     def __init__(self, d: int, components: int, heads: int):
         super().__init__()
@@ -75,7 +82,13 @@ class Mix(nn.Module):
         if memory.source_keys is not None:
             source = torch.einsum("bhd,bshd->bhs", query, memory.source_keys)
             scores.append(source.masked_fill(~memory.source_mask[:, None], -math.inf))
+        if self.knocked_out:
+            scores = [
+                torch.full_like(s, -math.inf) if g in self.knocked_out else s for g, s in zip(GROUPS, scores)
+            ]
         pi = (torch.cat(scores, -1) / math.sqrt(d // h)).softmax(-1)  # (B, H, 1+K[+S])
+        if self.knocked_out:
+            pi = pi.nan_to_num(0.0)  # every candidate knocked out: no update
         # pi . values, one candidate group at a time (no (B, H, n, dh) copy of the bank per step)
         pi_self, pi_bank, pi_source = pi.split([1, len(memory.keys), pi.size(-1) - 1 - len(memory.keys)], -1)
         update = pi_self * v_self + torch.einsum("bhk,khd->bhd", pi_bank, memory.values)
@@ -221,6 +234,12 @@ class Mixture(Seq2Seq):
             keys, values = self.decoder.mixes[0].keys_values(states)
             return {"source_keys": keys, "source_values": values, "source_mask": source_mask(src)}
         return {}
+
+    def mixes(self, weights: str) -> list[Mix]:
+        """The Mix modules whose responsibilities `analyse` returns as `weights`."""
+        side, name = weights.split("_", 1)
+        cells = self.encoders if side == "encoder" else [self.decoder]
+        return [cell.mixes[cell.mixtures.index(name)] for cell in cells]
 
     def decoder_memory(self, state: State) -> tuple[Memory, ...]:
         source = tuple(state[name] for name in SOURCE_STATE["states"]) if self.source == "states" else None
