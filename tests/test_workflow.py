@@ -81,26 +81,28 @@ def test_dry_run_lists_every_stage(workdir):
     result = snakemake(workdir, "-n")
     assert result.returncode == 0, result.stderr
     n, seeds = len(MODELS), len(CONFIG["seeds"])
-    assert seeds == 3
+    tests = list(CONFIG["datasets"][CONFIG["dataset"]]["test"])
+    assert seeds == 3 and tests == ["test_2016_flickr", "test_2017_flickr", "test_2018_flickr"]
+    t = len(tests)
     assert jobs(result) == {
         "aggregate": 1,
         "all": 1,
         "analyse": n,
-        "contrasts": seeds,
-        "download": 6,
-        "lengths": 1,
+        "contrasts": seeds * t,
+        "download": 2 * (2 + t),  # train, valid and every test set, both languages
+        "lengths": t,
         **{f"plot_{name}": 1 for name in FIGURES},
         **{f"table_{name}": 1 for name in TABLES},
-        "prepare": 3,
+        "prepare": 2 + t,
         "reliance": n * seeds,
         "report": 1,
-        "score": n * seeds,
-        "significance": seeds,
+        "score": n * seeds * t,
+        "significance": seeds * t,
         "speed": n,
-        "spm_encode": 5,
+        "spm_encode": 4 + t,  # train and valid both ways, the test sets' sources
         "spm_train": 1,
         "train": n * seeds,
-        "translate": n * seeds,
+        "translate": n * seeds * t,
     }
     for model in MODELS:
         for seed in CONFIG["seeds"]:
