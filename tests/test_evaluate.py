@@ -5,7 +5,7 @@ import pytest
 import sacrebleu
 
 from mixnmt import MixnmtError
-from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, score, significance
+from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, holm, score, significance
 from mixnmt.provenance import code_version
 from mixnmt.report import markdown_scores
 
@@ -147,19 +147,52 @@ def test_bleu_by_length_buckets(tmp_path):
         bleu_by_length(src, ref, {"m": hyp}, [4, 2], 100, "t", tmp_path / "x.tsv")
 
 
-def test_contrasts_are_paired_bootstraps_of_b_against_a(tmp_path):
-    refs = write(tmp_path / "ref", REFS * 10)
-    systems = {
-        "base": write(tmp_path / "base", HYPS * 10),
-        "good": write(tmp_path / "good", [*REFS[:2], "Ein Kind ."] * 10),
+GOOD = [*REFS[:2], "Ein Kind ."]  # the references themselves
+WORSE = ["Ein Hund .", "Zwei Männer .", "Kind ."]
+
+
+def runs_of(tmp_path, **seeds_of: list[list[str]]) -> dict:
+    """model -> seed -> a translation file (10 copies of the lines given per seed)."""
+    return {
+        model: {seed: write(tmp_path / f"{model}-{seed}", lines * 10) for seed, lines in enumerate(texts, 1)}
+        for model, texts in seeds_of.items()
     }
-    result = contrasts(refs, systems, [("base", "good")], 100, "t", 2, tmp_path / "c.json")
+
+
+def test_a_contrast_that_every_seed_shows_is_a_difference(tmp_path):
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, base=[HYPS, WORSE, HYPS], good=[GOOD, GOOD, GOOD])
+    result = contrasts(refs, runs, [("base", "good")], 200, 0.5, "t", tmp_path / "c.json")
     (row,) = result["contrasts"]
-    assert (row["a"], row["b"], row["seed"]) == ("base", "good", 2)
+    assert (row["a"], row["b"], row["seeds"]) == ("base", "good", 3)
     assert (
-        row["bleu_delta"] == pytest.approx(row["bleu_b"] - row["bleu_a"], abs=0.011) and row["bleu_delta"] > 0
+        row["bleu_delta"] == pytest.approx(row["bleu_b"] - row["bleu_a"], abs=0.02) and row["bleu_delta"] > 0
     )
-    assert row["bleu_p"] < 0.05
+    assert row["bleu_low"] > 0 and row["bleu_p_holm"] < 0.05 and row["bleu_verdict"] == "B better"
+    assert len(row["bleu_p_seeds"]) == 3 and all(p < 0.05 for p in row["bleu_p_seeds"])
     with pytest.raises(MixnmtError, match="analysis.contrasts: 'nope' is not one of the systems"):
-        contrasts(refs, systems, [("base", "nope")], 10, "t", 1, tmp_path / "x.json")
+        contrasts(refs, runs, [("base", "nope")], 10, 0.5, "t", tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_seeds_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_p(tmp_path):
+    """The unit is the training run: one seed's sentence-level p-values can all be tiny
+    while the runs disagree on the sign."""
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, a=[GOOD, WORSE, GOOD, WORSE], b=[WORSE, GOOD, WORSE, GOOD])
+    (row,) = contrasts(refs, runs, [("a", "b")], 300, 0.5, "t", tmp_path / "c.json")["contrasts"]
+    assert row["bleu_low"] < 0 < row["bleu_high"] and row["bleu_verdict"] == "undecided"
+    assert all(p < 0.05 for p in row["bleu_p_seeds"])
+
+
+def test_identical_systems_are_equivalent_within_the_margin(tmp_path):
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, a=[HYPS, WORSE], b=[HYPS, WORSE])
+    (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json")["contrasts"]
+    assert row["bleu_delta"] == 0 and row["chrf_p_holm"] == 1
+    assert row["bleu_verdict"] == row["chrf_verdict"] == "equivalent (within 0.5)"
+
+
+def test_holm_adjusts_p_values_step_down():
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert holm([0.2, 0.2]) == [0.4, 0.4] and holm([]) == []

@@ -63,6 +63,11 @@ def overlay(workdir: Path, text: str) -> str:
     return str(path)
 
 
+def tiny_margin(tiny: dict) -> float:
+    """The equivalence margin of the tiny experiment (its own, or config.yaml's)."""
+    return tiny.get("analysis", {}).get("equivalence", CONFIG["analysis"]["equivalence"])
+
+
 def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """The job-count table of a dry run."""
     counts = {}
@@ -88,7 +93,7 @@ def test_dry_run_lists_every_stage(workdir):
         "aggregate": 1,
         "all": 1,
         "analyse": n,
-        "contrasts": seeds * t,
+        "contrasts": t,  # each test set's contrasts over every seed
         "download": 2 * (2 + t),  # train, valid and every test set, both languages
         "lengths": t,
         **{f"plot_{name}": 1 for name in FIGURES},
@@ -373,6 +378,8 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     contrasts = pd.read_csv(out / "tables" / "contrasts.tsv", sep="\t")
     pairs = [tuple(pair) for pair in tiny["analysis"]["contrasts"]]
     assert list(zip(contrasts.a, contrasts.b)) == pairs * 2 and contrasts.bleu_p.notna().all()
+    verdicts = {"A better", "B better", "undecided", f"equivalent (within {tiny_margin(tiny):g})"}
+    assert set(contrasts.bleu_verdict) <= verdicts and set(contrasts.chrf_verdict) <= verdicts
     reliance = pd.read_csv(out / "tables" / "reliance.tsv", sep="\t")
     overall = reliance[reliance.position == 0].set_index("model").difference
     assert sorted(overall.index) == models and (overall > 0).all()  # every tiny model reads its source

@@ -29,6 +29,15 @@ def _named_path(value: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
+def _run_path(value: str) -> tuple[tuple[str, int], Path]:
+    """A MODEL/seedN=PATH argument: one training run's translation."""
+    run, path = _named_path(value)
+    model, sep, seed = run.rpartition("/seed")
+    if not sep or not model or not seed.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r}: expected MODEL/seedN=PATH")
+    return (model, int(seed)), path
+
+
 def _pair(value: str) -> tuple[str, str]:
     """An A:B contrast argument."""
     a, sep, b = value.partition(":")
@@ -136,7 +145,10 @@ def cmd_significance(a: argparse.Namespace) -> None:
 def cmd_contrasts(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import contrasts
 
-    contrasts(a.references, dict(a.systems), a.pairs, a.resamples, a.testset, a.seed, a.output)
+    runs: dict[str, dict[int, Path]] = {}
+    for (model, seed), path in a.runs:
+        runs.setdefault(model, {})[seed] = path
+    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output)
 
 
 def cmd_lengths(a: argparse.Namespace) -> None:
@@ -328,11 +340,20 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--baseline", required=True, help="name of the baseline system")
     _add_bootstrap(s)
 
-    s = command("contrasts", cmd_contrasts, "paired bootstrap of each contrast A:B (B against A)")
+    s = command(
+        "contrasts", cmd_contrasts, "each contrast A:B (B against A) over seeds, with Holm's correction"
+    )
     s.add_argument("--testset", required=True)
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
-    _add_bootstrap(s)
+    s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument(
+        "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
+    )
+    s.add_argument("--output", type=Path, required=True)
+    s.add_argument(
+        "runs", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
+    )
 
     s = command("lengths", cmd_lengths, "BLEU per source-length bucket")
     s.add_argument("--testset", required=True)

@@ -8,6 +8,7 @@ import logging
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
@@ -87,36 +88,119 @@ def significance(
     return payload
 
 
+ALPHA = 0.05  # the family-wise error rate of each test set's contrasts (Holm)
+
+
+def seed_level(
+    a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
+) -> dict[str, float]:
+    """B minus A with the training run as the unit: the mean over seeds of the corpus
+    scores' difference, and a bootstrap that resamples the seeds and, together with
+    them, the sentences (the same ones for both models): 95% and 90% intervals and a
+    two-sided p. `a` and `b` hold each seed's sentence statistics (sentences, stats)."""
+
+    def corpus(stats: np.ndarray) -> float:
+        return metric._compute_score_from_stats(list(stats.sum(0))).score  # sacreBLEU's own bootstrap does so
+
+    delta = float(np.mean([corpus(y) - corpus(x) for x, y in zip(a, b)]))
+    k, n = len(a), len(a[0])
+    draws = np.empty(resamples)
+    for r in range(resamples):
+        seeds, sentences = rng.integers(k, size=k), rng.integers(n, size=n)
+        draws[r] = np.mean([corpus(b[s][sentences]) - corpus(a[s][sentences]) for s in seeds])
+    p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())
+    low, low90, high90, high = np.percentile(draws, [2.5, 5, 95, 97.5])
+    return {
+        "delta": delta,
+        "low": low,
+        "high": high,
+        "low90": low90,
+        "high90": high90,
+        "p": max(p, 1 / resamples),
+    }
+
+
+def paired_p(a: str, hyps_a: list[str], b: str, hyps_b: list[str], refs: list[str], resamples: int) -> dict:
+    """sacreBLEU's paired bootstrap of B against A on one seed's translations: the
+    p-value of its BLEU and of its chrF difference."""
+    named, metrics = [(a, hyps_a), (b, hyps_b)], {"bleu": BLEU(), "chrf": CHRF()}
+    _, results = PairedTest(named, metrics, [refs], test_type="bs", n_samples=resamples)()
+    return {"bleu": float(results["BLEU"][1].p_value), "chrf": float(results["chrF2"][1].p_value)}
+
+
+def holm(p: list[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for a family of tests."""
+    order = sorted(range(len(p)), key=p.__getitem__)
+    adjusted, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def verdict(stats: dict[str, float], margin: float) -> str:
+    """What a contrast supports: a difference (Holm-adjusted p below ALPHA), no difference
+    (the 90% interval inside +-margin: two one-sided tests), or neither."""
+    if stats["p_holm"] < ALPHA:
+        return "B better" if stats["delta"] > 0 else "A better"
+    if -margin < stats["low90"] and stats["high90"] < margin:
+        return f"equivalent (within {margin:g})"
+    return "undecided"
+
+
 def contrasts(
     references: Path,
-    systems: dict[str, Path],
+    runs: dict[str, dict[int, Path]],
     pairs: list[tuple[str, str]],
     resamples: int,
+    margin: float,
     testset: str,
-    seed: int,
     output: Path,
 ) -> dict:
-    """Each contrast (A, B) of the study: B's BLEU and chrF minus A's, and the p-value of
-    sacreBLEU's paired bootstrap with A as the baseline."""
-    refs = [read_lines(references)]
-    rows = []
+    """Each contrast (A, B) of the study on one test set, over every seed's translations
+    (`runs`: model -> seed -> path): B's BLEU and chrF minus A's as the mean over seeds,
+    with the seed-level bootstrap interval and p (`seed_level`), Holm-adjusted across the
+    contrasts, and a verdict with the equivalence `margin`; beside them, per seed,
+    sacreBLEU's paired-bootstrap p-value (the test sentences' sampling only)."""
+    refs = read_lines(references)
+    metrics = {"bleu": BLEU(), "chrf": CHRF()}
+    stats, texts = {}, {}
     for a, b in pairs:
         for name in (a, b):
-            if name not in systems:
+            if name not in runs:
                 raise MixnmtError(
-                    f"analysis.contrasts: {name!r} is not one of the systems ({', '.join(systems)})"
+                    f"analysis.contrasts: {name!r} is not one of the systems ({', '.join(runs)})"
                 )
-        named = [(name, read_aligned(systems[name], references)[0]) for name in (a, b)]
-        _, results = PairedTest(
-            named, {"bleu": BLEU(), "chrf": CHRF()}, refs, test_type="bs", n_samples=resamples
-        )()
-        row = {"testset": testset, "seed": seed, "a": a, "b": b}
-        for key, name in (("bleu", "BLEU"), ("chrf", "chrF2")):
-            score_a, score_b = (float(r.score) for r in results[name])
-            row |= {f"{key}_a": round(score_a, 2), f"{key}_b": round(score_b, 2)}
-            row |= {f"{key}_delta": round(score_b - score_a, 2), f"{key}_p": float(results[name][1].p_value)}
+            for seed, path in runs[name].items():
+                if (name, seed) not in texts:
+                    texts[name, seed] = read_aligned(path, references)[0]
+                    stats[name, seed] = {
+                        key: np.array(m._extract_corpus_statistics(texts[name, seed], [refs]))
+                        for key, m in metrics.items()
+                    }
+    rng = np.random.default_rng(0)
+    rows = []
+    for a, b in pairs:
+        seeds = sorted(set(runs[a]) & set(runs[b]))
+        per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in seeds]
+        row = {"testset": testset, "a": a, "b": b, "seeds": len(seeds)}
+        for key, metric in metrics.items():
+            for name in (a, b):
+                row[f"{key}_{'a' if name == a else 'b'}"] = round(
+                    float(np.mean([metric.corpus_score(texts[name, s], [refs]).score for s in seeds])), 2
+                )
+            level = seed_level(
+                [stats[a, s][key] for s in seeds], [stats[b, s][key] for s in seeds], metric, resamples, rng
+            )
+            row |= {f"{key}_{k}": round(v, 4) if k == "p" else round(v, 2) for k, v in level.items()}
+            row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
         rows.append(row)
-    payload = {"testset": testset, "seed": seed, "contrasts": rows, "commit": code_version()}
+    for key in metrics:
+        for row, adjusted in zip(rows, holm([row[f"{key}_p"] for row in rows])):
+            row[f"{key}_p_holm"] = round(adjusted, 4)
+            level = {k.removeprefix(f"{key}_"): v for k, v in row.items() if k.startswith(f"{key}_")}
+            row[f"{key}_verdict"] = verdict(level, margin)
+    payload = {"testset": testset, "margin": margin, "contrasts": rows, "commit": code_version()}
     write_json(output, payload)
     return payload
 

@@ -54,7 +54,7 @@ INPUTS: dict[str, Input] = {
     "reliance_runs": Input("`mixnmt reliance` tables, one per model and seed", _tables),
     "use_runs": Input("`mixnmt reliance --use` tables (knock-outs), one per model and seed", _tables),
     "contrast_runs": Input(
-        "`mixnmt contrasts` files, one per seed and test set", lambda paths: [read_json(p) for p in paths]
+        "`mixnmt contrasts` files, one per test set", lambda paths: [read_json(p) for p in paths]
     ),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),

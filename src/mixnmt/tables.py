@@ -58,30 +58,28 @@ def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
     return table[columns].sort_values("job", ignore_index=True).round(1)
 
 
-def mean_sd(values: pd.Series) -> str:
-    """Mean ± standard deviation over seeds (the mean alone for one seed)."""
-    return f"{values.mean():+.2f}" + (f" ± {values.std():.2f}" if len(values) > 1 else "")
-
-
 def contrasts(contrast_runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """Per contrast (B against A) and test set: both models' BLEU and chrF and their
-    difference, as the mean over seeds and ± the standard deviation over seeds, and the
-    paired-bootstrap p-value of each seed."""
-    runs = pd.DataFrame([row for c in contrast_runs for row in c["contrasts"]])
-    if runs.empty:
-        return pd.DataFrame(columns=["testset", "a", "b", "seeds"])
+    """Per contrast (B against A) and test set, with the training run as the unit: both
+    models' BLEU and chrF (means over seeds), B minus A with its 95% interval from a
+    bootstrap of seeds and sentences, the Holm-adjusted p over the test set's contrasts
+    and the verdict (a difference, equivalence within the margin, or undecided); last,
+    sacreBLEU's paired-bootstrap p of each seed (the test sentences' sampling only)."""
     rows = []
-    for (testset, a, b), r in runs.sort_values("seed").groupby(["testset", "a", "b"], sort=False):
-        row = {"testset": testset, "a": a, "b": b, "seeds": len(r)}
-        for key in ("bleu", "chrf"):
-            row |= {
-                f"{key}_a": round(r[f"{key}_a"].mean(), 2),
-                f"{key}_b": round(r[f"{key}_b"].mean(), 2),
-                f"{key}_delta": mean_sd(r[f"{key}_delta"]),
-                f"{key}_p": " ".join(f"{p:.3f}" for p in r[f"{key}_p"]),
-            }
-        rows.append(row)
-    return pd.DataFrame(rows)
+    for c in contrast_runs:
+        for r in c["contrasts"]:
+            row = {"testset": r["testset"], "a": r["a"], "b": r["b"], "seeds": r["seeds"]}
+            for key in ("bleu", "chrf"):
+                row |= {
+                    f"{key}_a": r[f"{key}_a"],
+                    f"{key}_b": r[f"{key}_b"],
+                    f"{key}_delta": r[f"{key}_delta"],
+                    f"{key}_ci": f"{r[f'{key}_low']:+.2f} .. {r[f'{key}_high']:+.2f}",
+                    f"{key}_p": r[f"{key}_p_holm"],
+                    f"{key}_verdict": r[f"{key}_verdict"],
+                    f"{key}_p_seeds": " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"]),
+                }
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["testset", "a", "b", "seeds"] if not rows else None)
 
 
 def reliance(reliance_runs: pd.DataFrame) -> pd.DataFrame:

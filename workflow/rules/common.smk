@@ -182,6 +182,14 @@ def systems(testset, seed):
     return {model: translation(model, testset, seed) for model in MODELS}
 
 
+def contrasted_runs(testset):
+    """{model/seedN: translation of `testset`} of every run of a contrasted model."""
+    contrasted = dict.fromkeys(
+        m for pair in config["analysis"]["contrasts"] for m in pair
+    )
+    return {run(m, s): translation(m, testset, s) for m in contrasted for s in SEEDS}
+
+
 def every_run(pattern):
     """`pattern` (with {model} and {seed}) for every model and seed."""
     return expand(f"{OUT}/{pattern}", model=MODELS, seed=SEEDS)
@@ -253,9 +261,7 @@ INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.
     "benchmarks": benchmark_files(),
     "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
     "use_runs": every_run("use/{model}/seed{seed}.tsv"),
-    "contrast_runs": expand(
-        f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json", seed=SEEDS, testset=TESTSETS
-    ),
+    "contrast_runs": expand(f"{OUT}/contrasts/{{testset}}.json", testset=TESTSETS),
     **{name: [table(name)] for name in TABLES},
 }
 

@@ -40,23 +40,24 @@ rule significance:
 rule contrasts:
     input:
         references=f"{OUT}/corpus/{{testset}}.{TGT}",
-        systems=lambda w: systems(w.testset, w.seed).values(),
+        runs=lambda w: contrasted_runs(w.testset).values(),
     output:
-        f"{OUT}/contrasts/seed{{seed}}/{{testset}}.json",
+        f"{OUT}/contrasts/{{testset}}.json",
     log:
-        logged("contrasts/seed{seed}/{testset}"),
+        logged("contrasts/{testset}"),
     group:
         "summary"
     conda:
         "../../envs/text.yaml"
     params:
-        systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
+        runs=lambda w, input: named(dict(zip(contrasted_runs(w.testset), input.runs))),
         pairs=[f"{a}:{b}" for a, b in config["analysis"]["contrasts"]],
         resamples=config["analysis"]["bootstrap"],
+        margin=config["analysis"]["equivalence"],
     shell:
         "mixnmt contrasts --testset {wildcards.testset:q} --references {input.references:q}"
-        " --pairs {params.pairs:q} --resamples {params.resamples} --seed {wildcards.seed}"
-        " --output {output:q} {params.systems:q} 2> {log:q}"
+        " --pairs {params.pairs:q} --resamples {params.resamples} --margin {params.margin}"
+        " --output {output:q} {params.runs:q} 2> {log:q}"
 
 
 rule aggregate:
