@@ -61,7 +61,7 @@ def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
         "PYTHONPATH": str(ROOT / "src"),
         "CUDA_VISIBLE_DEVICES": "",
     }
-    command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "3"]
+    command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "3.5"]
     command += ["--grace", "15", "--out", out, "--directory", work, "--jobs", "2"]
     command += ["--configfile", ROOT / "tests" / "tiny.yaml", "--config", "max_steps=5000"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)

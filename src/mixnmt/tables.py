@@ -82,40 +82,34 @@ def contrasts(contrast_runs: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["testset", "a", "b", "seeds"] if not rows else None)
 
 
-def reliance(reliance_runs: pd.DataFrame) -> pd.DataFrame:
-    """Per model and target position (0: all tokens), the validation loss with the true
-    source and the source-reliance estimate (mixnmt.reliance), as means over seeds with
-    their standard deviation over seeds (each run's interval over sentences is in its own
-    reliance/<model>/seed<n>.tsv)."""
+def over_seeds(runs: pd.DataFrame, keys: list[str], means: list[str], spread: str) -> pd.DataFrame:
+    """Per `keys`: how many seeds, the mean over seeds of each column of `means`, and the
+    standard deviation over seeds of `spread` (`<spread>_sd`)."""
+    columns = {column: (column, "mean") for column in means}
     return (
-        reliance_runs.groupby(["model", "position"], sort=False)
-        .agg(
-            seeds=("seed", "nunique"),
-            tokens=("tokens", "first"),
-            loss_true=("loss_true", "mean"),
-            difference=("difference", "mean"),
-            difference_sd=("difference", "std"),
-        )
+        runs.groupby(keys, sort=False)
+        .agg(seeds=("seed", "nunique"), **columns, **{f"{spread}_sd": (spread, "std")})
         .round(4)
         .reset_index()
     )
+
+
+def reliance(reliance_runs: pd.DataFrame) -> pd.DataFrame:
+    """Per model and target position (0: all tokens), the tokens there, the validation
+    loss with the true source and the source-reliance estimate (mixnmt.reliance), as means
+    over seeds with the estimate's standard deviation over seeds (each run's interval over
+    sentences is in its own reliance/<model>/seed<n>.tsv)."""
+    table = over_seeds(
+        reliance_runs, ["model", "position"], ["tokens", "loss_true", "difference"], "difference"
+    )
+    return table.astype({"tokens": int})
 
 
 def use(use_runs: pd.DataFrame) -> pd.DataFrame:
     """Mass against use: per mixture and candidate group, its mean responsibility on the
     validation set and the rise of the validation loss when it is knocked out, as means
     over seeds (with the standard deviation of the rise over seeds)."""
-    return (
-        use_runs.groupby(["model", "weights", "group"], sort=False)
-        .agg(
-            seeds=("seed", "nunique"),
-            mass=("mass", "mean"),
-            change=("change", "mean"),
-            change_sd=("change", "std"),
-        )
-        .round(4)
-        .reset_index()
-    )
+    return over_seeds(use_runs, ["model", "weights", "group"], ["mass", "change"], "change")
 
 
 def reliance_html(table: pd.DataFrame, positions: int = 12) -> str:
