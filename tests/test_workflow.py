@@ -147,17 +147,17 @@ def test_overlay_adds_a_test_set(workdir):
 datasets:
   multi30k:
     test:
-      test_2017_flickr:
-        en: {{file: test_2017_flickr.en.gz, sha256: {a}}}
-        de: {{file: test_2017_flickr.de.gz, sha256: {b}}}
+      test_2017_mscoco:
+        en: {{file: test_2017_mscoco.en.gz, sha256: {a}}}
+        de: {{file: test_2017_mscoco.de.gz, sha256: {b}}}
 """,
     )
     result = snakemake(workdir, "-n", "--configfile", extra)
     assert result.returncode == 0, result.stderr
     counts = jobs(result)
-    runs = len(MODELS) * len(CONFIG["seeds"])
-    assert (counts["translate"], counts["score"], counts["download"]) == (2 * runs, 2 * runs, 8)
-    assert f"results/multi30k/scores/{MODELS[-1]}/seed1/test_2017_flickr.json" in result.stdout
+    runs, t = len(MODELS) * len(CONFIG["seeds"]), len(CONFIG["datasets"]["multi30k"]["test"]) + 1
+    assert (counts["translate"], counts["score"], counts["download"]) == (t * runs, t * runs, 2 * (2 + t))
+    assert f"results/multi30k/scores/{MODELS[-1]}/seed1/test_2017_mscoco.json" in result.stdout
 
 
 @pytest.mark.parametrize(
