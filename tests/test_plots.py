@@ -212,3 +212,24 @@ def test_use_table_averages_each_groups_mass_and_loss_rise_over_seeds():
     assert table.group.tolist() == ["stay", "learned", "source"] and (table.seeds == 2).all()
     assert table.change.tolist() == pytest.approx([0.55, 0.07, 0.05])
     assert table.change_sd.tolist() == pytest.approx([0.0707] * 3, abs=1e-4)
+
+
+def test_contrast_table_shows_each_models_size_beside_the_seed_level_statistics():
+    level = {"low": -0.5, "high": 1.5, "p_holm": 0.2, "verdict": "undecided", "p_seeds": [0.01, 0.3]}
+    row = {"testset": "t", "a": "plain", "b": "single", "seeds": 2}
+    for key in ("bleu", "chrf"):
+        row |= {
+            f"{key}_a": 20.0,
+            f"{key}_b": 20.5,
+            f"{key}_delta": 0.5,
+            **{f"{key}_{k}": v for k, v in level.items()},
+        }
+    manifests = [
+        {"model": "plain", "params_no_embeddings": 5187328},
+        {"model": "single", "params_no_embeddings": 4959632},
+    ]
+    table = TABLES["contrasts"].build(contrast_runs=[{"contrasts": [row]}], manifests=manifests)
+    assert table[["params_a", "params_b", "bleu_delta", "bleu_p", "bleu_verdict"]].values.tolist() == [
+        [5.19, 4.96, 0.5, 0.2, "undecided"]
+    ]
+    assert table.bleu_ci.iloc[0] == "-0.50 .. +1.50" and table.bleu_p_seeds.iloc[0] == "0.010 0.300"

@@ -58,16 +58,20 @@ def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
     return table[columns].sort_values("job", ignore_index=True).round(1)
 
 
-def contrasts(contrast_runs: list[dict[str, Any]]) -> pd.DataFrame:
+def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any]]) -> pd.DataFrame:
     """Per contrast (B against A) and test set, with the training run as the unit: both
-    models' BLEU and chrF (means over seeds), B minus A with its 95% interval from a
-    bootstrap of seeds and sentences, the Holm-adjusted p over the test set's contrasts
-    and the verdict (a difference, equivalence within the margin, or undecided); last,
-    sacreBLEU's paired-bootstrap p of each seed (the test sentences' sampling only)."""
+    models' parameters without embeddings (millions: a contrast should change one thing,
+    at about equal size), their BLEU and chrF (means over seeds), B minus A with its 95%
+    interval from a bootstrap of seeds and sentences, the Holm-adjusted p over the test
+    set's contrasts and the verdict (a difference, equivalence within the margin, or
+    undecided); last, sacreBLEU's paired-bootstrap p of each seed (the test sentences'
+    sampling only)."""
+    params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
     rows = []
     for c in contrast_runs:
         for r in c["contrasts"]:
             row = {"testset": r["testset"], "a": r["a"], "b": r["b"], "seeds": r["seeds"]}
+            row |= {"params_a": params.get(r["a"]), "params_b": params.get(r["b"])}
             for key in ("bleu", "chrf"):
                 row |= {
                     f"{key}_a": r[f"{key}_a"],
@@ -228,7 +232,7 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
-    "contrasts": Table(contrasts, ("contrast_runs",), "contrasts"),
+    "contrasts": Table(contrasts, ("contrast_runs", "manifests"), "contrasts"),
     "reliance": Table(reliance, ("reliance_runs",), "reliance", reliance_html),
     "samples": Table(samples, ("analyses",), "samples"),
     "curves": Table(curves, ("metrics",), "curves", curves_html),
