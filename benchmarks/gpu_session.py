@@ -23,7 +23,6 @@ whole path (tests/test_gpu_session.py) and a GPU slot in a hurry use it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -37,6 +36,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from mixnmt.files import sha256sum
 from mixnmt.paths import CHECKPOINTS, STATE, Layout
 from mixnmt.provenance import code_version
 
@@ -98,10 +98,6 @@ def snakemake(directory: Path, *args: str | Path) -> list[str | Path]:
     return [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", directory, *args]
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dict:
     """Train the tiny experiment twice under two names (with --quick its first model for
     20 steps); compare the checkpoints byte for byte."""
@@ -127,7 +123,7 @@ def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dic
         if run_until(command, deadline, out / "determinism.log") != 0:
             return {"verdict": "failed", "log": "determinism.log"}
         folder = directory / "results" / run / CHECKPOINTS
-        digests.append({str(p.relative_to(folder)): sha256(p) for p in sorted(folder.rglob("*.pt"))})
+        digests.append({str(p.relative_to(folder)): sha256sum(p) for p in sorted(folder.rglob("*.pt"))})
     same = digests[0] == digests[1] and bool(digests[0])
     return {"verdict": "identical" if same else "DIFFERENT", "checkpoints": digests}
 
@@ -181,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="model jobs per GPU (default: the benchmark's best)")
     parser.add_argument("--quick", action="store_true", help="small checks: one tiny model, few steps")
     parser.add_argument("--grace", type=float, default=120, help="seconds to save states at the deadline")
+    parser.add_argument(
+        "--study-minutes", type=float, help="at most this long for the study (default: the rest)"
+    )
     a = parser.parse_args(argv)
     deadline = time.time() + 60 * a.minutes
     a.out.mkdir(parents=True, exist_ok=True)
@@ -220,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     study = snakemake(
         a.directory, "--cores", "all", "--resources", f"gpu_jobs={jobs}", "--keep-going", *settings
     )
-    end = step("study", deadline - time.time() - a.grace - 30)  # then stop, save, pack
+    rest = deadline - time.time() - a.grace - 30  # then stop, save, pack
+    end = step("study", min(rest, 60 * a.study_minutes) if a.study_minutes else rest)
     code = run_until(study, end, a.out / "study.log", a.grace)
     print(f"study: exit {code} ({'finished' if code == 0 else 'stopped or failed; rerun to resume'})")
 

@@ -105,4 +105,4 @@ def test_grus_run_in_fp32_under_cuda_autocast(name):
     model = make(name).to(CUDA)
     src, tgt = batch()
     dtypes = recurrent_dtypes(model, src.to(CUDA), tgt.to(CUDA), "cuda", torch.bfloat16)
-    assert set(dtypes.values()) <= {torch.float32}, dtypes
+    assert dtypes and set(dtypes.values()) == {torch.float32}, dtypes

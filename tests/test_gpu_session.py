@@ -61,9 +61,11 @@ def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
         "PYTHONPATH": str(ROOT / "src"),
         "CUDA_VISIBLE_DEVICES": "",
     }
-    command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "3.5"]
-    command += ["--grace", "15", "--out", out, "--directory", work, "--jobs", "2"]
-    command += ["--configfile", ROOT / "tests" / "tiny.yaml", "--config", "max_steps=5000"]
+    command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "10"]
+    command += ["--study-minutes", "1.5", "--grace", "15", "--out", out, "--directory", work, "--jobs", "2"]
+    endless = tmp_path / "endless.yaml"  # training still runs when the study's time is up
+    endless.write_text("train: {epochs: 100000}\n")
+    command += ["--configfile", ROOT / "tests" / "tiny.yaml", endless]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     said = done.stdout + done.stderr
     assert "CUDA tests: passed" in said and "determinism: identical" in said, said

@@ -124,7 +124,8 @@ def test_mass_against_use_has_a_row_per_mixture_and_group():
     name = next(n for n in VARIANTS if "source=initial" in n and "components=0" in n)
     model = tiny_model(name, VOCAB, dropout=0.0)[2]
     tokenizers = {"source": Pieces(), "target": Pieces()}
-    table = use_of_candidates(model, corpus(), 40, torch.device("cpu"), tokenizers)
+    data, cpu = corpus(), torch.device("cpu")
+    table = use_of_candidates(model, data, 40, cpu, tokenizers, token_nll(model, data, 40, cpu))
     assert list(table.weights.unique()) == mixture_weights(model)
     assert (table.groupby("weights").mass.sum() - 1).abs().max() < 1e-3
     nothing = table[table.group != "stay"]  # no components and no source: stay is all

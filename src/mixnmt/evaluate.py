@@ -91,6 +91,12 @@ def significance(
 ALPHA = 0.05  # the family-wise error rate of each test set's contrasts (Holm)
 
 
+def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
+    """The corpus score of sentence statistics (sentences, stats), as sacreBLEU's own
+    bootstrap computes it."""
+    return metric._compute_score_from_stats(list(stats.sum(0))).score
+
+
 def seed_level(
     a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
 ) -> dict[str, float]:
@@ -98,16 +104,14 @@ def seed_level(
     scores' difference, and a bootstrap that resamples the seeds and, together with
     them, the sentences (the same ones for both models): 95% and 90% intervals and a
     two-sided p. `a` and `b` hold each seed's sentence statistics (sentences, stats)."""
-
-    def corpus(stats: np.ndarray) -> float:
-        return metric._compute_score_from_stats(list(stats.sum(0))).score  # sacreBLEU's own bootstrap does so
-
-    delta = float(np.mean([corpus(y) - corpus(x) for x, y in zip(a, b)]))
+    delta = float(np.mean([corpus_score(metric, y) - corpus_score(metric, x) for x, y in zip(a, b)]))
     k, n = len(a), len(a[0])
     draws = np.empty(resamples)
     for r in range(resamples):
         seeds, sentences = rng.integers(k, size=k), rng.integers(n, size=n)
-        draws[r] = np.mean([corpus(b[s][sentences]) - corpus(a[s][sentences]) for s in seeds])
+        draws[r] = np.mean(
+            [corpus_score(metric, b[s][sentences]) - corpus_score(metric, a[s][sentences]) for s in seeds]
+        )
     p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())
     low, low90, high90, high = np.percentile(draws, [2.5, 5, 95, 97.5])
     return {
@@ -185,10 +189,9 @@ def contrasts(
         per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in seeds]
         row = {"testset": testset, "a": a, "b": b, "seeds": len(seeds)}
         for key, metric in metrics.items():
-            for name in (a, b):
-                row[f"{key}_{'a' if name == a else 'b'}"] = round(
-                    float(np.mean([metric.corpus_score(texts[name, s], [refs]).score for s in seeds])), 2
-                )
+            for side, name in (("a", a), ("b", b)):
+                scores = [corpus_score(metric, stats[name, s][key]) for s in seeds]
+                row[f"{key}_{side}"] = round(float(np.mean(scores)), 2)
             level = seed_level(
                 [stats[a, s][key] for s in seeds], [stats[b, s][key] for s in seeds], metric, resamples, rng
             )

@@ -1,6 +1,6 @@
 """The layout of an experiment's folder, results/<experiment>/: one home for the paths
 that the workflow (workflow/rules/common.smk) and the scripts beside it (benchmarks/,
-scripts/gpu-session) share. Arguments default to Snakemake wildcards."""
+benchmarks/gpu_session.py) share. Arguments default to Snakemake wildcards."""
 
 from __future__ import annotations
 

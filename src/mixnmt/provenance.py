@@ -32,10 +32,10 @@ def git_state(folder: Path = HERE) -> dict[str, Any]:
         return done.stdout.strip() if done.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    if commit is None:
+    if not commit:
         return {"commit": os.environ.get(COMMIT_VARIABLE) or None, "dirty": None}
     code = [":/", ":(top,exclude)results"]  # the whole checkout but results/
-    status = git("status", "--porcelain", "--untracked-files=no", "--", *code) if commit else None
+    status = git("status", "--porcelain", "--untracked-files=no", "--", *code)
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 

@@ -111,7 +111,7 @@ def by_position(true: list[Tensor], r: list[Tensor], seed: int = 0) -> pd.DataFr
         {
             "position": 0,
             "tokens": int(counts.sum()),
-            "loss_true": float(sum(x.sum() for x in true) / counts.sum()),
+            "loss_true": mean_loss(true),
             "difference": float(sums.sum() / counts.sum()),
             "low": float(boot.quantile(0.025)),
             "high": float(boot.quantile(0.975)),
@@ -147,26 +147,31 @@ def knocked_out(model: Seq2Seq, weights: str, group: str) -> Iterator[None]:
             del mix.knocked_out  # back to the class's: none
 
 
-def mean_loss(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device) -> float:
-    """Mean negative log-likelihood per target token (nats)."""
-    losses = token_nll(model, data, max_tokens, device)
+def mean_loss(losses: list[Tensor]) -> float:
+    """Mean negative log-likelihood per target token (nats) of `token_nll`'s losses."""
     return float(sum(x.sum() for x in losses) / sum(len(x) for x in losses))
 
 
 def use_of_candidates(
-    model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device, tokenizers: dict
+    model: Seq2Seq,
+    data: ParallelData,
+    max_tokens: int,
+    device: torch.device,
+    tokenizers: dict,
+    true: list[Tensor],
 ) -> pd.DataFrame:
     """Mass against use: per mixture and candidate group (stay, learned components, source
     positions), its mean responsibility and how much the loss rises when the group is
     knocked out (masked, the other candidates renormalised). Mass is not use: a group
-    can hold mass the model does not need, and a small one can matter."""
+    can hold mass the model does not need, and a small one can matter. `true`: the
+    model's own losses on `data` (`token_nll`), the baseline."""
     usage = component_usage(model, data, tokenizers, device)
-    base = mean_loss(model, data, max_tokens, device) if usage else math.nan
+    base = mean_loss(true)
     rows = []
     for weights, stats in usage.items():
         for group in GROUPS:
             with knocked_out(model, weights, group):
-                loss = mean_loss(model, data, max_tokens, device)
+                loss = mean_loss(token_nll(model, data, max_tokens, device))
             rows.append(
                 {
                     "weights": weights,
@@ -202,7 +207,7 @@ def source_reliance(
     result = pd.concat([pd.DataFrame({"model": [name] * len(table), "seed": seed}), table], axis=1)
     if use is not None:
         tokenizers = {"source": loaded.source, "target": loaded.target}
-        groups = use_of_candidates(loaded.model, data, max_tokens, loaded.device, tokenizers).round(4)
+        groups = use_of_candidates(loaded.model, data, max_tokens, loaded.device, tokenizers, true).round(4)
         write_table(use, stamped(groups.assign(model=name, seed=seed)[["model", "seed", *groups.columns]]))
     write_table(output, stamped(result))
     log.info(

@@ -34,9 +34,8 @@ def config_error(key, message):
 
 
 OUT = f"results/{config['experiment']}"
-LAYOUT = Layout(
-    OUT
-)  # the paths of OUT's files that code outside the workflow reads too
+# The paths of OUT's files that code outside the workflow reads too.
+LAYOUT = Layout(OUT)
 SRC, TGT = config["src"], config["tgt"]
 DATASET = config["datasets"][config["dataset"]]
 TESTSETS = list(DATASET["test"])
