@@ -24,12 +24,33 @@ FAST = "transformer"  # the tiny model that single-model tests train and decode:
 OPS_PER_STEP = {"rnn": 37, "mixture": 52, "mixture2": 96, "attention": 42}
 
 
-def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
-    """Every tiny model, and for those with knobs (enum and boolean hyperparameters, and
-    counts that may be 0) every combination of their settings, named like
-    "mixture[components=0,bidirectional=True,source=states]"."""
+def covering(settings: dict[str, list], strength: int = 3) -> list[dict]:
+    """Combinations of the settings in which every `strength` knobs (or all of them, if
+    fewer) take every combination of their values at least once: a covering array,
+    greedily from the full product, first combination first."""
     import itertools
 
+    names = list(settings)
+    t = min(strength, len(names))
+
+    def covers(values: tuple) -> set:
+        return {tuple((k, values[k]) for k in ks) for ks in itertools.combinations(range(len(names)), t)}
+
+    product = list(itertools.product(*settings.values()))
+    uncovered = set().union(*map(covers, product))
+    chosen = []
+    while uncovered:
+        best = max(product, key=lambda values: len(covers(values) & uncovered))
+        chosen.append(dict(zip(names, best)))
+        uncovered -= covers(best)
+    return chosen
+
+
+def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
+    """Every tiny model, and for those with knobs (enum and boolean hyperparameters, and
+    counts that may be 0) the combinations of their settings in which every three knobs
+    take all their joint settings (`covering`), named like
+    "mixture[components=0,bidirectional=True,source=states,...]"."""
     from mixnmt.models import hyperparameter_schemas, resolve
 
     variants = {}
@@ -44,8 +65,7 @@ def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
             elif schema.get("type") == "integer" and schema.get("minimum") == 0:
                 settings[key] = [0, hparams[key]]
         variants[name] = entry
-        for values in itertools.product(*settings.values()):
-            knobs = dict(zip(settings, values))
+        for knobs in covering(settings) if settings else []:
             if any(hparams[k] != v for k, v in knobs.items()):
                 variants[f"{name}[{','.join(f'{k}={v}' for k, v in knobs.items())}]"] = {
                     "arch": arch,

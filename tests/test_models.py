@@ -297,3 +297,85 @@ def test_operators_per_decoder_step_stay_within_their_count(name):
         with OpCounter() as ops:
             model.step(state, tgt[:, 1])
     assert ops.count <= OPS_PER_STEP[name]
+
+
+def mixture_variant(**knobs):
+    """A tiny `mixture` (source: summary) with `knobs`, built from seed 0."""
+    torch.manual_seed(0)
+    entry = {**TINY_MODELS["mixture"], "arch": "mixture", "source": "summary", **knobs}
+    return build(*resolve("x", entry), VOCAB, VOCAB, shared_vocab=True).eval()
+
+
+def test_qk_norm_makes_responsibilities_blind_to_the_scale_of_queries_and_keys():
+    model = mixture_variant(qk_norm=True)
+    src, tgt = batch()
+    with torch.no_grad():
+        before = model.analyse(src, tgt)["decoder_responsibilities"]
+        model.decoder.mixes[0].qkv.weight[: 2 * model.d_model] *= 100  # W_q and W_k
+        model.decoder.mixes[0].qkv.bias[: 2 * model.d_model] *= 100
+        after = model.analyse(src, tgt)["decoder_responsibilities"]
+    assert torch.allclose(after, before, atol=1e-4)
+    assert not (after == before).all()  # the values moved, only the scale was dropped
+
+
+def test_a_learned_temperature_starts_as_the_fixed_one_and_sharpens_each_head():
+    fixed, learned = mixture_variant(), mixture_variant(temperature="learned")
+    learned.load_state_dict(fixed.state_dict(), strict=False)  # only the temperatures are new
+    src, tgt = batch()
+    with torch.no_grad():
+        assert torch.equal(learned(src, tgt), fixed(src, tgt))
+        for mix in [*learned.encoders, learned.decoder]:
+            mix.mixes[0].tau[0] = 10.0  # head 0: scores times e^10
+        pi = learned.analyse(src, tgt)["decoder_responsibilities"][tgt != PAD]  # (N, H, n)
+    assert (pi[:, 0].max(-1).values > 0.99).all()  # head 0 picks one candidate
+    assert (pi[:, 1].max(-1).values < 0.99).all()  # the others as before
+
+
+@pytest.mark.parametrize("z, same_as", [(-1e4, "h0"), (1e4, "ungated")])
+def test_the_gate_keeps_the_state_or_takes_the_mixture_cells_step(z, same_as):
+    """z_t = 0: the decoder's state stays h_0 (every position predicts alike); z_t = 1:
+    the gated decoder is the plain mixture cell."""
+    gated, plain = mixture_variant(gate=True), mixture_variant()
+    gated.load_state_dict(plain.state_dict(), strict=False)  # only W_z is new
+    with torch.no_grad():
+        gated.decoder.gate.weight.zero_()
+        gated.decoder.gate.bias.fill_(z)
+        src, tgt = batch()
+        logits = gated(src, tgt)
+        if same_as == "h0":
+            assert torch.allclose(logits, logits[:, :1].expand_as(logits))
+        else:
+            assert torch.allclose(logits, plain(src, tgt), atol=1e-5)
+
+
+def test_balance_is_one_when_heads_spread_their_choices_and_k_when_they_lock_in():
+    from mixnmt.models.mixture import balance
+
+    choices, steps = 4, 8
+    pick = torch.arange(steps) % choices  # step t picks candidate t mod 4, in both heads
+    spread = F.one_hot(pick, choices).float()[None, :, None].expand(1, steps, 2, choices)
+    locked = F.one_hot(torch.zeros(steps, dtype=torch.long), choices).float()[None, :, None].expand_as(spread)
+    mask = torch.ones(1, steps, dtype=torch.bool)
+    assert float(balance(spread, mask, choices)) == pytest.approx(1.0)
+    assert float(balance(locked, mask, choices)) == pytest.approx(choices)
+    padded = torch.cat([spread, torch.zeros(1, 3, 2, choices)], 1)  # padding: no steps
+    assert float(balance(padded, torch.cat([mask, mask[:, :3] & False], 1), choices)) == pytest.approx(1.0)
+
+
+def test_balance_joins_the_training_objective_only():
+    from conftest import train_config
+    from mixnmt.batching import Batch
+    from mixnmt.train import Trainer
+
+    src, tgt = batch()
+    model = mixture_variant(balance=0.5).train()
+    model(src, tgt)
+    assert model.auxiliary_loss().requires_grad and float(model.auxiliary_loss()) >= 0.5
+    assert mixture_variant().train().auxiliary_loss() == 0.0
+    grads = []
+    for coefficient in (0.0, 0.5, 0.5):
+        model = mixture_variant(balance=coefficient).train()
+        model.decoder.mixes[0].components.register_hook(lambda g: grads.append(g.clone()))
+        torch.manual_seed(1)  # the same dropout masks
+        Trainer(model, train_config(), torch.device("cpu")).train_step(Batch(src, tgt, tgt.roll(-1, 1)))
+    assert torch.equal(grads[1], grads[2]) and not torch.allclose(grads[0], grads[1])

@@ -32,7 +32,7 @@ from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
 from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
 from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
-from mixnmt.models import Seq2Seq, build, resolve
+from mixnmt.models import Seq2Seq, build, parameter_counts, resolve
 from mixnmt.stopping import StopRequested, stop_requests
 from mixnmt.tokenize import Tokenizer
 
@@ -233,7 +233,7 @@ class Trainer:
         """One update, without waiting for the device: the loss and its finiteness stay
         there until `settle` reads them."""
         loss = token_loss(self.model, batch.to(self.device), self.config.label_smoothing, self.dtype)
-        self.scaler.scale(loss / batch.target_tokens).backward()
+        self.scaler.scale(loss / batch.target_tokens + self.model.auxiliary_loss()).backward()
         self.scaler.unscale_(self.optimizer)
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         self.scaler.step(self.optimizer)  # fp16: skips a step whose gradients overflowed
@@ -461,10 +461,7 @@ def train(
     train_data, valid_data = ParallelData.load(*files.train, sizes), ParallelData.load(*files.valid, sizes)
     if not len(train_data) or not len(valid_data):
         raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
-    n_params = sum(p.numel() for p in model.parameters())
-    embeddings = {
-        id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding)
-    }
+    n_params, n_params_no_embeddings = parameter_counts(model)
     log.info("%s: %d parameters on %s (autocast %s)", name, n_params, device, autocast_dtype(device))
 
     digests = {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]}
@@ -509,7 +506,7 @@ def train(
             model=name,
             arch=arch,
             params=n_params,
-            params_no_embeddings=n_params - sum(embeddings.values()),
+            params_no_embeddings=n_params_no_embeddings,
             hparams=hparams,
             train=asdict(config),
             steps=p.step,

@@ -41,6 +41,7 @@ __all__ = [
     "defaults",
     "entry_schema",
     "hyperparameter_schemas",
+    "parameter_counts",
     "reorder",
     "resolve",
 ]
@@ -130,6 +131,13 @@ def build(
         return REGISTRY[arch](src_vocab, tgt_vocab, shared_vocab, **hparams)
     except ValueError as e:
         raise MixnmtError(f"models.{name or arch}: {e}") from None
+
+
+def parameter_counts(model: torch.nn.Module) -> tuple[int, int]:
+    """The parameters of `model`: all of them, and those outside its embeddings."""
+    total = sum(p.numel() for p in model.parameters())
+    embeddings = {id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    return total, total - sum(embeddings.values())
 
 
 def check(name: str, entry: dict | None) -> None:

@@ -23,6 +23,7 @@ Weights = dict[str, Tensor]
 # JSON-schema keywords), so a model's signature is the one home of its hyperparameters.
 PositiveInt = Annotated[int, {"minimum": 1}]
 NonNegativeInt = Annotated[int, {"minimum": 0}]
+NonNegativeFloat = Annotated[float, {"minimum": 0}]
 Probability = Annotated[float, {"minimum": 0, "exclusiveMaximum": 1}]
 
 
@@ -83,6 +84,11 @@ class Seq2Seq(nn.Module, ABC):
     def output(self, h: Tensor) -> Tensor:
         """Next-token logits from decoder features (..., d): the target embedding, tied."""
         return h @ self.tgt_embed.weight.t()
+
+    def auxiliary_loss(self) -> Tensor | float:
+        """A per-token term that the last training forward pass adds to the training
+        objective (a mixture's load balancing); 0 for most models."""
+        return 0.0
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Logits (B, T, V) for source ids (B, S) and target-prefix ids (B, T)."""

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
 
 from mixnmt.models.base import (
     Dropout,
+    NonNegativeFloat,
     NonNegativeInt,
     PositiveInt,
     Probability,
@@ -54,30 +55,43 @@ GROUPS = ("stay", "learned", "source")
 """A mixture's groups of candidates, in the order of its responsibilities."""
 
 
+Temperature = Literal["fixed", "learned"]
+
+
 class Mix(nn.Module):
-    """Mix(q ; M): attention of a query over [q ; M ; source states], multi-head."""
+    """Mix(q ; M): attention of a query over [q ; M ; source states], multi-head.
+
+    Remedies for heads that lock onto one candidate (models.md, section 2): `qk_norm`
+    puts queries and keys through LayerNorm per head, so that a score is bounded by
+    sqrt(dh) times the norms' gains; `temperature: learned` scales each head's scores by
+    a learned exp(tau_h), tau_h = 0 at the start."""
 
     knocked_out: frozenset[str] = frozenset()
     """Candidate groups masked out (the rest renormalised): a test-time knock-out."""
 
-    def __init__(self, d: int, components: int, heads: int):
+    def __init__(self, d: int, components: int, heads: int, qk_norm: bool = False, temperature: Temperature = "fixed"):
         super().__init__()
         self.heads = heads
         # m_1..m_K at the states' scale: unit variance per coordinate, as after LN.
         self.components = nn.Parameter(torch.randn(components, d))
         self.qkv = nn.Linear(d, 3 * d)  # W_q, W_k, W_v
+        self.norm_q, self.norm_k = (nn.LayerNorm(d // heads) if qk_norm else nn.Identity() for _ in "qk")
+        self.tau = nn.Parameter(torch.zeros(heads, 1)) if temperature == "learned" else None
 
     def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values (..., H, dh) of candidates x (..., d)."""
         d = x.size(-1)
         kv = nn.functional.linear(x, self.qkv.weight[d:], self.qkv.bias[d:])
-        return kv.unflatten(-1, (2, self.heads, d // self.heads)).unbind(-3)
+        keys, values = kv.unflatten(-1, (2, self.heads, d // self.heads)).unbind(-3)
+        return self.norm_k(keys), values
 
     def forward(self, q: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """Update pi . (W_v g) (B, d) and responsibilities pi (B, H, 1+K[+S])."""
         b, d = q.shape
         h = self.heads
         query, k_self, v_self = self.qkv(q).view(b, 3, h, d // h).unbind(1)  # (B, H, dh) each
+        scale = math.sqrt(d // h) if self.tau is None else math.sqrt(d // h) * (-self.tau).exp()  # (H, 1)
+        query, k_self = self.norm_q(query) / scale, self.norm_k(k_self)  # scores: q . k / scale
         scores = [(query * k_self).sum(-1, keepdim=True), torch.einsum("bhd,khd->bhk", query, memory.keys)]
         if memory.source_keys is not None:
             source = torch.einsum("bhd,bshd->bhs", query, memory.source_keys)
@@ -86,7 +100,7 @@ class Mix(nn.Module):
             scores = [
                 torch.full_like(s, -math.inf) if g in self.knocked_out else s for g, s in zip(GROUPS, scores)
             ]
-        pi = (torch.cat(scores, -1) / math.sqrt(d // h)).softmax(-1)  # (B, H, 1+K[+S])
+        pi = torch.cat(scores, -1).softmax(-1)  # (B, H, 1+K[+S])
         if self.knocked_out:
             pi = pi.nan_to_num(0.0)  # every candidate knocked out: no update
         # pi . values, one candidate group at a time (no (B, H, n, dh) copy of the bank per step)
@@ -97,20 +111,45 @@ class Mix(nn.Module):
         return update.reshape(b, d), pi
 
 
+def balance(pi: Tensor, mask: Tensor, choices: int) -> Tensor:
+    """Load balancing of responsibilities pi (B, T, H, n), zero where `mask` (B, T) is
+    False, over their first `choices` candidates (stay and the learned components), as
+    Switch Transformer balances its experts, per head: choices * sum_i f_i P_i, where f_i
+    is the share of steps that candidate i leads and P_i its mean responsibility. 1 when
+    a head spreads its choices evenly over the steps, `choices` when it picks one
+    candidate at every step; mean over heads. Its gradient flows through P only."""
+    p = pi[..., :choices].float().flatten(0, 1)  # (N, H, c)
+    real = mask.flatten().float()[:, None, None]  # (N, 1, 1)
+    steps = real.sum()
+    leads = (nn.functional.one_hot(p.argmax(-1), choices) * real).sum(0) / steps  # f (H, c)
+    return choices * (leads * p.sum(0) / steps).sum(-1).mean()
+
+
 Source = tuple[Tensor, Tensor, Tensor]
 """Keys and values (B, S, H, dh) of the encoder states, and the source mask (B, S)."""
 
 
 class MixtureCell(nn.Module):
-    """h_t = LN(u_t + Mix(u_t ; M)), u_t = h_{t-1} + x_t. The state is (h_{t-1},)."""
+    """h_t = LN(u_t + Mix(u_t ; M)), u_t = h_{t-1} + x_t. The state is (h_{t-1},).
+
+    With `gate`, the new state enters through a GRU-style update gate:
+    h_t = (1 - z_t) * h_{t-1} + z_t * LN(...), z_t = sigmoid(W_z u_t)."""
 
     order = 1
     mixtures = ("responsibilities",)  # the names of the responsibilities `forward` returns
 
-    def __init__(self, d: int, components: int, heads: int):
+    def __init__(
+        self, d: int, components: int, heads: int, gate: bool = False, reads_source: bool = False, **remedies: Any
+    ):
+        """`reads_source`: the encoder states join the first mixture's candidates. The
+        scoring `remedies` of Mix apply where a mixture has more than "stay" to choose from."""
         super().__init__()
-        self.mixes = nn.ModuleList([Mix(d, components, heads)])
+        self.mixes = nn.ModuleList(
+            Mix(d, components, heads, **(remedies if components or (i == 0 and reads_source) else {}))
+            for i in range(len(self.mixtures))
+        )
         self.norm = nn.LayerNorm(d)
+        self.gate = nn.Linear(d, d) if gate else None  # W_z
 
     def memory(self, source: Source | None = None) -> tuple[Memory, ...]:
         """Each mixture's candidates, computed once per forward pass; the source states
@@ -120,12 +159,17 @@ class MixtureCell(nn.Module):
             for i, mix in enumerate(self.mixes)
         )
 
+    def next_state(self, previous: Tensor, u: Tensor, mixed: Tensor) -> Tensor:
+        """h_t from h_{t-1}, u_t and u_t plus the mixtures' updates."""
+        h = self.norm(mixed)
+        return h if self.gate is None else torch.lerp(previous, h, torch.sigmoid(self.gate(u)))
+
     def forward(
         self, state: tuple[Tensor, ...], x: Tensor, memory: tuple[Memory, ...]
     ) -> tuple[tuple[Tensor, ...], Weights]:
         u = state[0] + x
         update, pi = self.mixes[0](u, memory[0])
-        return (self.norm(u + update),), {"responsibilities": pi}
+        return (self.next_state(state[0], u, u + update),), {"responsibilities": pi}
 
 
 def recur(
@@ -193,16 +237,23 @@ class Mixture(Seq2Seq):
         heads: PositiveInt = 8,
         bidirectional: bool = True,
         source: Literal["initial", "summary", "states"] = "initial",
+        gate: bool = False,
+        qk_norm: bool = False,
+        temperature: Temperature = "fixed",
+        balance: NonNegativeFloat = 0.0,
         dropout: Probability = 0.2,
     ):
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
-        self.learned_components, self.source = components, source
-        self.encoders = nn.ModuleList(self.Cell(d_model, components, heads) for _ in range(1 + bidirectional))
+        self.learned_components, self.source, self.balance = components, source, balance
+        remedies = {"qk_norm": qk_norm, "temperature": temperature}
+        self.encoders = nn.ModuleList(
+            self.Cell(d_model, components, heads, **remedies) for _ in range(1 + bidirectional)
+        )
         if bidirectional:  # c = LN(W [f_S ; b_1]) and e_j = LN(W [f_j ; b_j]), at the states' scale
             self.bridge = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.LayerNorm(d_model))
-        self.decoder = self.Cell(d_model, components, heads)
+        self.decoder = self.Cell(d_model, components, heads, gate=gate, reads_source=source == "states", **remedies)
         if source == "summary":
             self.context = nn.Linear(d_model, d_model)  # W_c
         self.drop = Dropout(dropout)
@@ -253,11 +304,20 @@ class Mixture(Seq2Seq):
             x = x + source["context"][:, None]
         h0 = (summary,) * self.decoder.order
         h, _, dec_pis = recur(self.decoder, h0, x, tgt != PAD, self.decoder_memory(source))  # (B, T, d)
+        if self.training and self.balance:
+            self.balance_loss = self.balance * sum(
+                balance(pi, tgt != PAD, 1 + self.learned_components) for pi in dec_pis.values()
+            )
         logits = self.output(self.drop(h))
         if not keep_weights:
             return logits, {}
         sides = {"encoder": enc_pis, "decoder": dec_pis}
         return logits, {f"{side}_{name}": pi for side, pis in sides.items() for name, pi in pis.items()}
+
+    def auxiliary_loss(self) -> Tensor | float:
+        """The decoder's load balancing (`balance` times `balance()` of each of its
+        mixtures) in the last training forward pass."""
+        return self.balance_loss if self.balance else 0.0
 
     def encode(self, src: Tensor) -> State:
         summary, states, _ = self.encode_with_weights(src)

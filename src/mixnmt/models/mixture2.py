@@ -12,10 +12,10 @@ Mix_a only. The knobs mean what they mean for `mixture`.
 
 from __future__ import annotations
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from mixnmt.models.base import Weights
-from mixnmt.models.mixture import Memory, Mix, Mixture, MixtureCell, mixture_axes
+from mixnmt.models.mixture import Memory, Mixture, MixtureCell, mixture_axes
 
 
 class SecondOrderCell(MixtureCell):
@@ -24,11 +24,6 @@ class SecondOrderCell(MixtureCell):
     order = 2
     mixtures = ("responsibilities_a", "responsibilities_b")
 
-    def __init__(self, d: int, components: int, heads: int):
-        nn.Module.__init__(self)
-        self.mixes = nn.ModuleList([Mix(d, components, heads), Mix(d, components, heads)])  # a, b
-        self.norm = nn.LayerNorm(d)
-
     def forward(
         self, state: tuple[Tensor, ...], x: Tensor, memory: tuple[Memory, ...]
     ) -> tuple[tuple[Tensor, ...], Weights]:
@@ -36,7 +31,7 @@ class SecondOrderCell(MixtureCell):
         u = h1 + x
         update_a, pi_a = self.mixes[0](u, memory[0])
         update_b, pi_b = self.mixes[1](h2, memory[1])
-        return (self.norm(u + update_a + update_b), h1), {
+        return (self.next_state(h1, u, u + update_a + update_b), h1), {
             "responsibilities_a": pi_a,
             "responsibilities_b": pi_b,
         }
