@@ -1,14 +1,16 @@
 """Behaviour every registered architecture must show, on its small models of the tiny
 experiment (tests/tiny.yaml): a new architecture only needs an entry there."""
 
+import copy
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+import yaml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from conftest import CONFIG, OPS_PER_STEP, TINY_MODELS, VARIANTS
+from conftest import CONFIG, OPS_PER_STEP, ROOT, TINY_MODELS, VARIANTS
 from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
 from mixnmt.models import REGISTRY, build, resolve
@@ -177,15 +179,38 @@ def test_defaults_live_in_the_constructors_only():
         }
 
 
-def test_default_models_have_comparable_sizes():
+def size_without_embeddings(name: str, models: dict, vocab: int) -> int:
+    from mixnmt.models import parameter_counts
+
+    with torch.device("meta"):
+        return parameter_counts(build(*resolve(name, models[name]), vocab, vocab, shared_vocab=True))[1]
+
+
+def test_the_five_models_have_comparable_sizes():
     vocab = CONFIG["spm"]["vocab_size"]
     sizes = {}
-    for name, entry in CONFIG["models"].items():
-        arch, hparams = resolve(name, entry)
+    for name in REGISTRY:
+        arch, hparams = resolve(name, CONFIG["models"][name])
         sizes[name] = sum(
             p.numel() for p in build(arch, hparams, vocab, vocab, shared_vocab=True).parameters()
         )
     assert max(sizes.values()) <= 1.5 * min(sizes.values()), sizes
+
+
+@pytest.mark.parametrize("overlay", [None, "experiments/cpu.yaml"])
+def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(overlay):
+    """A contrast changes one thing: not the model's size as well (docs/models.md, section 6)."""
+    from snakemake.utils import update_config
+
+    config = copy.deepcopy(CONFIG)
+    if overlay:  # merged as `snakemake --configfile` merges it
+        update_config(config, yaml.safe_load((ROOT / overlay).read_text()))
+    vocab = config["spm"]["vocab_size"]
+    apart = {}
+    for a, b in config["analysis"]["contrasts"]:
+        sizes = [size_without_embeddings(name, config["models"], vocab) for name in (a, b)]
+        apart[f"{a} vs {b}"] = max(sizes) / min(sizes) - 1
+    assert max(apart.values()) <= 0.1, {k: f"{v:.1%}" for k, v in apart.items() if v > 0.1}
 
 
 @pytest.mark.parametrize("arch", [a for a in REGISTRY if "components" in resolve(a, None)[1]])
@@ -250,8 +275,6 @@ def one_per_compiled_steps() -> list[str]:
 def test_compiled_steps_match_eager_for_every_batch_shape(name):
     """train.compile compiles the per-step parts of recurrent models with dynamic shapes:
     the same numbers as eager (loss and gradients), and no new graph for a new shape."""
-    import copy
-
     from torch._dynamo.utils import counters
 
     eager = make(name, seed=1)
@@ -299,10 +322,15 @@ def test_operators_per_decoder_step_stay_within_their_count(name):
     assert ops.count <= OPS_PER_STEP[name]
 
 
+MIXTURE = next(
+    arch for arch in REGISTRY if "qk_norm" in resolve(arch, None)[1]
+)  # the first with the remedies
+
+
 def mixture_variant(**knobs):
-    """A tiny `mixture` (source: summary) with `knobs`, built from seed 0."""
+    """A tiny MIXTURE (source: summary) with `knobs`, built from seed 0."""
     torch.manual_seed(0)
-    entry = {**TINY_MODELS["mixture"], "arch": "mixture", "source": "summary", **knobs}
+    entry = {**TINY_MODELS[MIXTURE], "arch": MIXTURE, "source": "summary", **knobs}
     return build(*resolve("x", entry), VOCAB, VOCAB, shared_vocab=True).eval()
 
 

@@ -114,20 +114,27 @@ def test_dry_run_lists_every_stage(workdir):
             assert f"results/multi30k/checkpoints/{model}/seed{seed}.pt" in result.stdout
 
 
-def test_cpu_experiment_runs_the_contrasts_it_names(workdir):
+def test_cpu_experiment_runs_its_key_contrasts_with_three_seeds_on_every_test_set(workdir):
     result = snakemake(workdir, "-n", "--configfile", str(ROOT / "experiments" / "cpu.yaml"))
     assert result.returncode == 0, result.stderr
     cpu = yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text())
-    assert jobs(result)["train"] == len(cpu["only"]) and cpu["seeds"] == [1]
-    for model in cpu["only"]:
-        assert f"results/multi30k-cpu/checkpoints/{model}/seed1.pt" in result.stdout
+    tests = list(CONFIG["datasets"][CONFIG["dataset"]]["test"])
+    assert cpu["seeds"] == [1, 2, 3] and {"test_2017_flickr", "test_2018_flickr"} <= set(tests)
+    counts = jobs(result)
+    assert counts["train"] == counts["reliance"] == 3 * len(cpu["only"])
+    assert counts["translate"] == counts["score"] == 3 * len(cpu["only"]) * len(tests)
+    for model in {name for pair in cpu["analysis"]["contrasts"] for name in pair}:
+        for seed in cpu["seeds"]:
+            assert f"results/multi30k-cpu/checkpoints/{model}/seed{seed}.pt" in result.stdout
+            for test in tests:
+                assert f"results/multi30k-cpu/translations/{model}/seed{seed}/{test}.txt" in result.stdout
     knobs = {
         name: resolve(name, {**CONFIG["models"][name], **cpu["models"][name]})[1] for name in cpu["only"]
     }
-    contrasts = [(knobs[a], knobs[b]) for a, b in cpu["analysis"]["contrasts"]]
-    differ = [{k for k in a if a[k] != b[k]} for a, b in contrasts if a.keys() == b.keys()]
-    assert {"components"} in differ and {"source"} in differ  # K=64 vs K=0; source access
-    assert any(b.get("source") == "states" for _, b in contrasts)
+    differ = [{k for k in knobs[a] if knobs[a][k] != knobs[b][k]} for a, b in cpu["analysis"]["contrasts"]]
+    # K=64 against 0; source access; the update gate; the gated cell's source in h_0 only
+    assert {"components"} in differ and {"source"} in differ and {"gate"} in differ
+    assert {"source", "hidden"} in differ
     assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
 
 
@@ -181,6 +188,15 @@ datasets:
         (
             f"models:\n  {FAST}: {{d_model: 30, heads: 4}}\n",
             f"config: models.{FAST}: d_model=30 is not divisible",
+        ),
+        (
+            "decode:\n  length_penalty: .nan\n",
+            "config: decode.length_penalty: expected a finite number, got nan",
+        ),
+        ("decode:\n  max_len_a: .inf\n", "config: decode.max_len_a: expected a finite number, got inf"),
+        (
+            f"models:\n  {FAST}: {{dropout: .nan}}\n",
+            f"config: models.{FAST}.dropout: expected a finite number",
         ),
     ],
 )

@@ -4,6 +4,8 @@ hyperparameters (the registry's schema). Snakemake runs `check` after the schema
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from typing import Any
 
 from mixnmt import MixnmtError
@@ -19,8 +21,20 @@ def selected(config: dict[str, Any]) -> list[str]:
     return list(config["only"] or config["models"])
 
 
+def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+    """Every scalar of a loaded config, with its dotted key ("train.lr", "seeds.0")."""
+    if not isinstance(value, dict | list):
+        yield key, value
+        return
+    for k, v in value.items() if isinstance(value, dict) else enumerate(value):
+        yield from leaves(v, f"{key}.{k}" if key else str(k))
+
+
 def check(config: dict[str, Any]) -> None:
     """Raise MixnmtError, naming the key, on the first inconsistency of a schema-valid config."""
+    for key, value in leaves(config):  # JSON Schema's bounds let NaN through
+        if isinstance(value, float) and not math.isfinite(value):
+            raise MixnmtError(f"{key}: expected a finite number, got {value}")
     if config["dataset"] not in config["datasets"]:
         raise MixnmtError(
             f"dataset: {config['dataset']!r} is not one of datasets: {', '.join(config['datasets'])}"

@@ -136,7 +136,9 @@ def build(
 def parameter_counts(model: torch.nn.Module) -> tuple[int, int]:
     """The parameters of `model`: all of them, and those outside its embeddings."""
     total = sum(p.numel() for p in model.parameters())
-    embeddings = {id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    embeddings = {
+        id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding)
+    }
     return total, total - sum(embeddings.values())
 
 

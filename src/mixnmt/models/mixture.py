@@ -69,7 +69,9 @@ class Mix(nn.Module):
     knocked_out: frozenset[str] = frozenset()
     """Candidate groups masked out (the rest renormalised): a test-time knock-out."""
 
-    def __init__(self, d: int, components: int, heads: int, qk_norm: bool = False, temperature: Temperature = "fixed"):
+    def __init__(
+        self, d: int, components: int, heads: int, qk_norm: bool = False, temperature: Temperature = "fixed"
+    ):
         super().__init__()
         self.heads = heads
         # m_1..m_K at the states' scale: unit variance per coordinate, as after LN.
@@ -139,7 +141,13 @@ class MixtureCell(nn.Module):
     mixtures = ("responsibilities",)  # the names of the responsibilities `forward` returns
 
     def __init__(
-        self, d: int, components: int, heads: int, gate: bool = False, reads_source: bool = False, **remedies: Any
+        self,
+        d: int,
+        components: int,
+        heads: int,
+        gate: bool = False,
+        reads_source: bool = False,
+        **remedies: Any,
     ):
         """`reads_source`: the encoder states join the first mixture's candidates. The
         scoring `remedies` of Mix apply where a mixture has more than "stay" to choose from."""
@@ -253,7 +261,9 @@ class Mixture(Seq2Seq):
         )
         if bidirectional:  # c = LN(W [f_S ; b_1]) and e_j = LN(W [f_j ; b_j]), at the states' scale
             self.bridge = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.LayerNorm(d_model))
-        self.decoder = self.Cell(d_model, components, heads, gate=gate, reads_source=source == "states", **remedies)
+        self.decoder = self.Cell(
+            d_model, components, heads, gate=gate, reads_source=source == "states", **remedies
+        )
         if source == "summary":
             self.context = nn.Linear(d_model, d_model)  # W_c
         self.drop = Dropout(dropout)

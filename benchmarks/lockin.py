@@ -1,0 +1,123 @@
+"""Why a mixture's decoder heads lock onto one candidate: numbers per head of a trained
+checkpoint, on the validation set of its experiment.
+
+    python benchmarks/lockin.py results/multi30k-cpu mixture-summary mixture-summary-qknorm
+
+For each model (seed 1) and each head of each decoder mixture, over the real target steps
+of the validation set, scoring stay and the learned components (softmax units, after
+the head's scale):
+- entropy, mi: the mean per-step entropy of the responsibilities and the mutual
+  information between step and candidate (as the mixing table);
+- lead: the share of steps that the head's most frequent leader leads;
+- query: the share of the queries' energy that varies from step to step,
+  mean ||q_t - mean q||^2 / mean ||q_t||^2 (0: the same query at every step);
+- fixed, step: how far apart the candidates' scores are at a typical step because of
+  the candidate alone (the standard deviation over candidates of their mean score) and
+  because of the step (the standard deviation over steps of a candidate's score, mean
+  over candidates). A head whose `fixed` dwarfs its `step` picks the same candidate
+  whatever it reads: a constant bias, not a mixture;
+- keys: the mean norm of the learned components' keys, and their spread (std / mean).
+Numbers, not tests: the note of issue 20 reports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from mixnmt import checkpoint
+from mixnmt.analysis import entropy
+from mixnmt.batching import ParallelData
+from mixnmt.paths import Layout
+from mixnmt.tokenize import PAD, Tokenizer
+
+
+class Scores:
+    """Collects, per head, the scores of stay and the learned components at every step
+    a decoder Mix sees (B, H, 1+K), and its queries (B, H, dh)."""
+
+    def __init__(self, mix: torch.nn.Module):
+        self.mix, self.scores, self.queries = mix, [], []
+        mix.register_forward_hook(self.record)
+
+    def record(self, mix, args, output) -> None:
+        q, memory = args
+        b, d = q.shape
+        h = mix.heads
+        query, k_self, _ = mix.qkv(q).view(b, 3, h, d // h).unbind(1)
+        scale = math.sqrt(d // h) if mix.tau is None else math.sqrt(d // h) * (-mix.tau).exp()
+        query, k_self = mix.norm_q(query) / scale, mix.norm_k(k_self)
+        stay = (query * k_self).sum(-1, keepdim=True)
+        self.scores.append(torch.cat([stay, torch.einsum("bhd,khd->bhk", query, memory.keys)], -1))
+        self.queries.append(query)
+
+    def table(self, real: Tensor) -> list[dict[str, float]]:
+        """One row per head; `real` (steps,) marks the steps that read a real token."""
+        s = torch.cat(self.scores)[real].double()  # (N, H, c)
+        q = torch.cat(self.queries)[real].double()  # (N, H, dh)
+        pi = s.softmax(-1)
+        step_entropy = entropy(pi).mean(0)
+        leads = torch.nn.functional.one_hot(pi.argmax(-1), pi.size(-1)).double().mean(0)  # (H, c)
+        keys = self.mix.keys_values(self.mix.components)[0].double().norm(dim=-1)  # (K, H)
+        centred = s - s.mean(-1, keepdim=True)  # a step's scores up to their common shift
+        rows = []
+        for head in range(s.size(1)):
+            qh = q[:, head]
+            rows.append(
+                {
+                    "head": head,
+                    "entropy": float(step_entropy[head]),
+                    "mi": float((entropy(pi[:, head].mean(0)) - step_entropy[head]).clamp_min(0)),
+                    "lead": float(leads[head].max()),
+                    "query": float((qh - qh.mean(0)).square().sum(-1).mean() / qh.square().sum(-1).mean()),
+                    "fixed": float(centred[:, head].mean(0).std()),
+                    "step": float(centred[:, head].std(0).mean()),
+                    "keys": float(keys[:, head].mean()),
+                    "keys_spread": float(keys[:, head].std() / keys[:, head].mean()),
+                }
+            )
+        return rows
+
+
+@torch.no_grad()
+def diagnose(root: Path, model_name: str, max_tokens: int = 4096) -> list[dict[str, float]]:
+    layout = Layout(str(root))
+    path = layout.checkpoint(model_name, 1)
+    payload = checkpoint.load(path)
+    spm = [Tokenizer(layout.spm("joint" if payload["vocab"]["shared"] else lang)) for lang in ("en", "de")]
+    model = checkpoint.load_model(path, *spm)
+    if not model.learned_components:
+        raise SystemExit(f"{path}: {model_name} has no learned components to lock onto")
+    sizes = (len(spm[0]), len(spm[1]))
+    data = ParallelData.load(layout.ids("valid", "en"), layout.ids("valid", "de"), sizes)
+    mixes = {name: Scores(mix) for name in model.decoder.mixtures for mix in model.mixes(f"decoder_{name}")}
+    real = []
+    for indices in data.batches(max_tokens):
+        batch = data.collate(indices)
+        model(batch.src, batch.tgt_in)
+        real.append((batch.tgt_in != PAD).t().flatten())  # steps in the order the hooks saw them
+    real = torch.cat(real)
+    return [
+        {"model": model_name, "weights": name, **row} for name, s in mixes.items() for row in s.table(real)
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", type=Path, help="results/<experiment>, with checkpoints, spm and ids")
+    parser.add_argument("models", nargs="+")
+    args = parser.parse_args(argv)
+    rows = [row for name in args.models for row in diagnose(args.experiment, name)]
+    columns = list(rows[0])
+    print("\t".join(columns))
+    for row in rows:
+        print("\t".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
