@@ -33,6 +33,20 @@ FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file; mkstemp give
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
 
 
+def refuse_links(root: str | os.PathLike) -> None:
+    """Raise MixnmtError naming the first symbolic link inside folder `root` (which may be
+    a link itself): Snakemake writes benchmark files through a link planted at their
+    path, so a link committed under results/ could make a rebuild overwrite any file."""
+    for folder, dirs, files in os.walk(root):  # does not follow links into other folders
+        for name in sorted(dirs + files):
+            path = Path(folder, name)
+            if path.is_symlink():
+                raise MixnmtError(
+                    f"{path}: a symbolic link inside {root}; the workflow would write through it "
+                    f"(remove it; to keep results elsewhere, link {root} itself)"
+                )
+
+
 def remove_leftovers(path: str | os.PathLike) -> None:
     """Remove the temporary files that killed writers of `path` left (`.<name>.*.tmp`;
     one output has one writer at a time)."""

@@ -12,6 +12,7 @@ from snakemake.utils import validate
 from mixnmt import MixnmtError
 from mixnmt.config import check, schema_error, selected
 from mixnmt.device import pick_device
+from mixnmt.files import refuse_links
 from mixnmt.inputs import INPUTS
 from mixnmt.paths import STATE, Layout, run
 from mixnmt.figures import FIGURES
@@ -36,6 +37,10 @@ def config_error(key, message):
 OUT = f"results/{config['experiment']}"
 # The paths of OUT's files that code outside the workflow reads too.
 LAYOUT = Layout(OUT)
+try:
+    refuse_links(OUT)
+except MixnmtError as e:
+    raise WorkflowError(str(e)) from None
 SRC, TGT = config["src"], config["tgt"]
 DATASET = config["datasets"][config["dataset"]]
 TESTSETS = list(DATASET["test"])
