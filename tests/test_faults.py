@@ -24,9 +24,8 @@ from mixnmt.cli import main
 from mixnmt.download import download
 from mixnmt.figures import FIGURES
 from mixnmt.files import sha256sum
-from mixnmt.inputs import INPUTS
+from mixnmt.inputs import INPUTS, METRICS
 from mixnmt.tables import TABLES
-from mixnmt.train import METRICS
 
 
 def fails(capsys, argv: list, *named: object) -> str:
@@ -142,6 +141,36 @@ def test_a_missing_input_is_named_and_providing_it_is_enough(command, world, cap
     shutil.copy(world["good"] / good, missing)
     succeeds(capsys, argv(world, missing))
     assert (world["out"] / output).exists() and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (b"", "not a readable tab-separated table (No columns to parse from file)"),
+        (b"epoch\tstep\n1\t10\n", "expected the columns epoch, step, train_loss"),
+        (b"epoch\xff\tstep\n1\t10\n", "not a readable tab-separated table ('utf-8' codec can't decode"),
+    ],
+)
+def test_a_malformed_metrics_table_is_named_with_what_was_expected(text, message, world, capsys):
+    metrics = world["good"] / "metrics.tsv"
+    metrics.write_bytes(text)
+    argv = [
+        "table",
+        "curves",
+        *inputs_argv(TABLES["curves"].inputs, metrics),
+        "--output",
+        world["out"] / "c.tsv",
+    ]
+    fails(capsys, argv, metrics, message)
+    assert not list(world["out"].iterdir())
+
+
+def test_a_truncated_sentencepiece_model_is_named_and_how_to_rebuild_it(world, capsys):
+    truncated = world["out"].parent / "truncated.model"
+    truncated.write_bytes(world["spm"].read_bytes()[:1000])
+    argv = ["spm-encode", "--model", truncated, world["good"] / "test_a.en", world["out"] / "x.ids"]
+    fails(capsys, argv, truncated, "not a readable SentencePiece model", "delete it and rerun")
+    assert not list(world["out"].iterdir())
 
 
 def test_the_report_names_a_missing_input(world, capsys, tmp_path):

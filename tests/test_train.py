@@ -19,7 +19,8 @@ from mixnmt.batching import ParallelData
 from mixnmt.cli import main
 from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
-from mixnmt.train import METRICS, TrainConfig, Trainer, TrainFiles, inverse_sqrt, train, validate
+from mixnmt.inputs import METRICS
+from mixnmt.train import TrainConfig, Trainer, TrainFiles, inverse_sqrt, train, validate
 
 HPARAMS = TINY_MODELS[FAST]
 # config.yaml's settings, for the tiny corpus: small batches, a fast schedule, no extras

@@ -11,7 +11,7 @@ import torch
 
 from mixnmt import MixnmtError
 from mixnmt.device import pick_device
-from mixnmt.files import atomic_path, sha256sum
+from mixnmt.files import atomic_path, gist, sha256sum
 from mixnmt.models import REGISTRY, Seq2Seq, build, resolve
 from mixnmt.tokenize import Tokenizer
 
@@ -118,10 +118,8 @@ def load_model(
     try:
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as e:  # missing, extra or misshapen weights
-        detail = str(e).strip().splitlines()[-1].strip()
-        detail = detail if len(detail) <= 160 else detail[:157] + "..."
         raise MixnmtError(
-            f"{path}: its weights do not fit its {payload['arch']!r} model ({detail})"
+            f"{path}: its weights do not fit its {payload['arch']!r} model ({gist(e)})"
         ) from None
     return model.eval()
 

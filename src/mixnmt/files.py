@@ -47,6 +47,14 @@ def refuse_links(root: str | os.PathLike) -> None:
                 )
 
 
+def gist(error: BaseException, limit: int = 160) -> str:
+    """The last line of an exception's message (its type if it has none), cut to `limit`
+    characters: the part of a library's multi-line error worth one line of ours."""
+    lines = str(error).strip().splitlines()
+    text = lines[-1].strip() if lines else type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def remove_leftovers(path: str | os.PathLike) -> None:
     """Remove the temporary files that killed writers of `path` left (`.<name>.*.tmp`;
     one output has one writer at a time)."""
@@ -170,9 +178,17 @@ def write_json(path: str | os.PathLike, value: Any, indent: int | None = 2) -> N
     write_text(path, json.dumps(value, indent=indent) + "\n")
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """A tab-separated table with a header line."""
-    return pd.read_csv(path, sep="\t")
+def read_table(path: str | os.PathLike, columns: Iterable[str] = ()) -> pd.DataFrame:
+    """A tab-separated table with a header line and (at least) `columns`; an unreadable
+    table, or one without them, is an error naming the file."""
+    try:
+        table = pd.read_csv(path, sep="\t")
+    except (OSError, UnicodeDecodeError, pd.errors.EmptyDataError, pd.errors.ParserError) as e:
+        raise MixnmtError(f"{path}: not a readable tab-separated table ({gist(e)})") from None
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise MixnmtError(f"{path}: expected the columns {', '.join(columns)}; missing {', '.join(missing)}")
+    return table
 
 
 def write_table(path: str | os.PathLike, table: pd.DataFrame) -> None:

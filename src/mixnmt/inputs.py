@@ -15,6 +15,9 @@ import pandas as pd
 
 from mixnmt.files import read_json, read_table
 
+METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
+"""The columns of a training run's metrics.tsv (one row per epoch), before any mixture's."""
+
 
 @dataclass(frozen=True)
 class Input:
@@ -42,7 +45,7 @@ def _json(paths: dict[str, Path]) -> list[Any]:
 INPUTS: dict[str, Input] = {
     "metrics": Input(
         "per-epoch training metrics, MODEL=metrics.tsv",
-        lambda paths: {model: read_table(p) for model, p in paths.items()},
+        lambda paths: {model: read_table(p, METRICS) for model, p in paths.items()},
         per_model=True,
     ),
     "manifests": Input("training manifests, MODEL=manifest.json", _json, per_model=True),

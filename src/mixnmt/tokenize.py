@@ -10,7 +10,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from mixnmt import MixnmtError
-from mixnmt.files import read_lines, write_bytes, write_lines
+from mixnmt.files import gist, read_lines, write_bytes, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,14 @@ class Tokenizer:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.sp = spm.SentencePieceProcessor(model_file=str(path))
+        if not self.path.is_file():
+            raise MixnmtError(f"{path}: No such file (a SentencePiece model was expected)")
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=str(path))
+        except (OSError, RuntimeError) as e:  # SentencePiece raises RuntimeError on a bad file
+            raise MixnmtError(
+                f"{path}: not a readable SentencePiece model ({gist(e)}); delete it and rerun to rebuild it"
+            ) from None
         ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if ids != (PAD, UNK, BOS, EOS):
             raise MixnmtError(f"{path}: expected pad/unk/bos/eos ids {(PAD, UNK, BOS, EOS)}, got {ids}")

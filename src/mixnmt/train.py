@@ -30,6 +30,7 @@ from mixnmt.batching import Batch, ParallelData, padding_fraction
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
 from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
+from mixnmt.inputs import METRICS
 from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, parameter_counts, resolve
@@ -40,8 +41,6 @@ log = logging.getLogger(__name__)
 
 SETTLE_EVERY = 100
 """Training steps between reads of the device's tally (each read waits for the device)."""
-
-METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
 
 
 @dataclass(frozen=True)
