@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import math
+import re
 import tokenize
 from pathlib import Path
 
@@ -99,6 +100,40 @@ def test_non_finite_numbers_are_refused_with_their_key(path, value):
     key = ".".join(map(str, path))
     with pytest.raises(MixnmtError, match=f"^{key}: expected a finite number, got {value}$"):
         check(config)
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("seeds", 0), 1.0, "seeds.0: 1.0 is not of type 'integer'"),
+        (("decode", "beam"), 10**20, "decode.beam: 100000000000000000000 is greater than the maximum of"),
+        (("analysis", "bootstrap"), 10**12, "analysis.bootstrap: 1000000000000 is greater than the maximum"),
+        (("train", "max_tokens"), 4096.0, "train.max_tokens: 4096.0 is not of type 'integer'"),
+    ],
+)
+def test_integers_must_be_ints_and_sizes_are_bounded(path, value, message):
+    from mixnmt.config import check_strictly
+
+    schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+    check_strictly(CONFIG, schema)
+    config = copy.deepcopy(CONFIG)
+    *parents, last = path
+    node = config
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    with pytest.raises(MixnmtError, match=f"^{re.escape(message)}"):
+        check_strictly(config, schema)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [(32.0, "32.0 is not of type 'integer'"), (10**11, "100000000000 is greater than the maximum of 65536")],
+)
+def test_a_model_size_must_be_an_int_of_sane_size(value, message):
+    name = next(iter(CONFIG["models"]))
+    with pytest.raises(MixnmtError, match=f"^models.{name}.d_model: {re.escape(message)}"):
+        resolve(name, {**CONFIG["models"][name], "d_model": value})
 
 
 def test_no_roster_outside_the_registry():

@@ -193,6 +193,7 @@ datasets:
             "decode:\n  length_penalty: .nan\n",
             "config: decode.length_penalty: expected a finite number, got nan",
         ),
+        ("seeds: [1.0]\n", "config: seeds.0: 1.0 is not of type 'integer'"),
     ],
 )
 def test_config_violating_the_schema_is_refused(workdir, args, expected):

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import jsonschema
+import yaml
+
 from mixnmt import MixnmtError
+from mixnmt.models import Validator
 from mixnmt.models import check as check_model
 
 CPU_EPOCH_SECONDS = 240
@@ -28,6 +33,16 @@ def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
         return
     for k, v in value.items() if isinstance(value, dict) else enumerate(value):
         yield from leaves(v, f"{key}.{k}" if key else str(k))
+
+
+def check_strictly(config: dict[str, Any], schema: str | Path) -> None:
+    """Raise MixnmtError, naming the key, if `config` breaks the JSON schema in file `schema`
+    once integers must be ints (Snakemake's validation, which fills in the defaults, counts
+    1.0 as an integer)."""
+    rules = yaml.safe_load(Path(schema).read_text())
+    error = jsonschema.exceptions.best_match(Validator(rules).iter_errors(config))
+    if error is not None:
+        raise MixnmtError(schema_error(error))
 
 
 def check(config: dict[str, Any]) -> None:

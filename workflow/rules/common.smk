@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import check, schema_error, selected
+from mixnmt.config import check, check_strictly, schema_error, selected
 from mixnmt.device import pick_device
 from mixnmt.files import refuse_links
 from mixnmt.inputs import INPUTS
@@ -18,13 +18,15 @@ from mixnmt.paths import STATE, Layout, run
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
 
+SCHEMA = f"{workflow.basedir}/workflow/schemas/config.schema.yaml"
 try:
-    validate(config, "../schemas/config.schema.yaml")
+    validate(config, SCHEMA)
 except WorkflowError as e:  # one line for the key at fault, not the whole schema
     if not isinstance(e.__context__, jsonschema.ValidationError):
         raise
     raise WorkflowError(f"config: {schema_error(e.__context__)}") from None
 try:
+    check_strictly(config, SCHEMA)
     check(config)
 except MixnmtError as e:
     raise WorkflowError(f"config: {e}") from None

@@ -33,6 +33,7 @@ REGISTRY: dict[str, type[Seq2Seq]] = {
 
 __all__ = [
     "REGISTRY",
+    "Validator",
     "Seq2Seq",
     "State",
     "Weights",
@@ -47,6 +48,15 @@ __all__ = [
 ]
 
 JSON_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
+
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+"""JSON Schema 2020-12, except that an integer is an int: 32.0 is not one (the standard
+counts it as one, and the code it configures would get a float)."""
 
 
 def hyperparameters(arch: str) -> dict[str, inspect.Parameter]:
@@ -109,9 +119,7 @@ def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
     """The architecture and all hyperparameters of config entry `models.<name>` (its
     values over the architecture's defaults), after checking them against the schema."""
     entry = {"arch": architecture(name, entry), **(entry or {})}
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(entry_schema()).iter_errors(entry)
-    )
+    error = jsonschema.exceptions.best_match(Validator(entry_schema()).iter_errors(entry))
     if error is not None:
         where = ".".join(map(str, [f"models.{name}", *error.absolute_path]))
         if error.validator == "additionalProperties":

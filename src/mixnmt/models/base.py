@@ -21,8 +21,10 @@ Weights = dict[str, Tensor]
 # Types of hyperparameters: the registry turns a constructor's annotated keyword
 # arguments into the JSON schema of its config entries (the annotation's metadata are
 # JSON-schema keywords), so a model's signature is the one home of its hyperparameters.
-PositiveInt = Annotated[int, {"minimum": 1}]
-NonNegativeInt = Annotated[int, {"minimum": 0}]
+SIZE_LIMIT = 1 << 16
+"""The largest width, count or depth a hyperparameter may have: a sanity bound."""
+PositiveInt = Annotated[int, {"minimum": 1, "maximum": SIZE_LIMIT}]
+NonNegativeInt = Annotated[int, {"minimum": 0, "maximum": SIZE_LIMIT}]
 NonNegativeFloat = Annotated[float, {"minimum": 0}]
 Probability = Annotated[float, {"minimum": 0, "exclusiveMaximum": 1}]
 
