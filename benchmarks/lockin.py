@@ -23,7 +23,6 @@ Numbers, not tests: the note of issue 20 reports them.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -47,11 +46,7 @@ class Scores:
 
     def record(self, mix, args, output) -> None:
         q, memory = args
-        b, d = q.shape
-        h = mix.heads
-        query, k_self, _ = mix.qkv(q).view(b, 3, h, d // h).unbind(1)
-        scale = math.sqrt(d // h) if mix.tau is None else math.sqrt(d // h) * (-mix.tau).exp()
-        query, k_self = mix.norm_q(query) / scale, mix.norm_k(k_self)
+        query, k_self, _ = mix.project(q)
         stay = (query * k_self).sum(-1, keepdim=True)
         self.scores.append(torch.cat([stay, torch.einsum("bhd,khd->bhk", query, memory.keys)], -1))
         self.queries.append(query)

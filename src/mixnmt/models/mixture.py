@@ -87,13 +87,19 @@ class Mix(nn.Module):
         keys, values = kv.unflatten(-1, (2, self.heads, d // self.heads)).unbind(-3)
         return self.norm_k(keys), values
 
+    def project(self, q: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The query, divided by the head's scale, and the own key and value of states
+        q (B, d): (B, H, dh) each, so that a score is query . key."""
+        b, d = q.shape
+        h = self.heads
+        query, k_self, v_self = self.qkv(q).view(b, 3, h, d // h).unbind(1)
+        scale = math.sqrt(d // h) if self.tau is None else math.sqrt(d // h) * (-self.tau).exp()  # (H, 1)
+        return self.norm_q(query) / scale, self.norm_k(k_self), v_self
+
     def forward(self, q: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """Update pi . (W_v g) (B, d) and responsibilities pi (B, H, 1+K[+S])."""
         b, d = q.shape
-        h = self.heads
-        query, k_self, v_self = self.qkv(q).view(b, 3, h, d // h).unbind(1)  # (B, H, dh) each
-        scale = math.sqrt(d // h) if self.tau is None else math.sqrt(d // h) * (-self.tau).exp()  # (H, 1)
-        query, k_self = self.norm_q(query) / scale, self.norm_k(k_self)  # scores: q . k / scale
+        query, k_self, v_self = self.project(q)  # (B, H, dh) each
         scores = [(query * k_self).sum(-1, keepdim=True), torch.einsum("bhd,khd->bhk", query, memory.keys)]
         if memory.source_keys is not None:
             source = torch.einsum("bhd,bshd->bhs", query, memory.source_keys)
