@@ -236,6 +236,46 @@ def test_a_malformed_checkpoint_is_refused_in_one_line(how, message, world, caps
     succeeds(capsys, argv)
 
 
+class Payload:
+    """What a malicious checkpoint would hold: an object whose unpickling runs a command."""
+
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+def test_a_pickle_payload_is_refused_in_one_line_that_never_advises_unsafe_loading(
+    world, capsys, monkeypatch
+):
+    monkeypatch.chdir(world["out"].parent)
+    evil = world["out"].parent / "evil.pt"
+    torch.save({**checkpoint.read(world["checkpoint"]), "extra": Payload()}, evil)
+    argv = COMMANDS["translate"][0](world, world["good"] / "test_a.en.ids")
+    argv[argv.index("--checkpoint") + 1] = evil
+    err = fails(capsys, argv, evil, "refused: it holds the Python object posix.system")
+    assert "weights_only" not in err
+    assert not list(world["out"].iterdir()) and not Path("pwned").exists()
+
+
+def test_weights_garbled_on_disk_are_refused_and_the_training_manifest_records_the_file(world, capsys):
+    good = world["checkpoint"]
+    garbled = good.with_name("garbled.pt")
+    data = bytearray(good.read_bytes())
+    weight = next(iter(checkpoint.read(good)["state_dict"].values()))
+    start = data.find(weight.numpy().tobytes())  # the weights are stored raw, uncompressed
+    assert start > 0
+    data[start : start + 64] = bytes(b ^ 0xFF for b in data[start : start + 64])
+    garbled.write_bytes(bytes(data))
+    argv = COMMANDS["translate"][0](world, world["good"] / "test_a.en.ids")
+    argv[argv.index("--checkpoint") + 1] = garbled
+    fails(capsys, argv, garbled, "corrupted (its tensors do not match the sha256 recorded")
+    assert not list(world["out"].iterdir())
+
+    succeeds(capsys, train_argv(world, world["good"] / "train.en.ids"))
+    manifest = json.loads((world["out"] / "manifest.json").read_text())
+    model = world["out"] / "model.pt"
+    assert manifest["checkpoint"] == {"path": str(model), "sha256": sha256sum(model)}
+
+
 def test_an_unreadable_state_is_moved_aside_and_training_starts_afresh(world, capsys, caplog):
     state = world["out"] / "resume.pt"
     state.write_bytes(b"PK\x03\x04 not a whole zip archive")

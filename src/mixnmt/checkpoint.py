@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import pickle
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,16 +20,41 @@ from mixnmt.models import REGISTRY, Seq2Seq, build, resolve
 from mixnmt.tokenize import Tokenizer
 
 FORMAT = 1
+DIGEST = "tensors_sha256"
+"""The payload key of the sha256 of its tensors: torch.load does not check the archive's
+checksums, so bytes garbled inside the weights would otherwise load without notice."""
+
+
+def _tensors(value: Any, key: str = "") -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor in a payload, with its key path, in a fixed order."""
+    if isinstance(value, torch.Tensor):
+        yield key, value
+    elif isinstance(value, dict):
+        for k in sorted(value, key=str):
+            yield from _tensors(value[k], f"{key}/{k}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _tensors(item, f"{key}/{i}")
+
+
+def tensors_sha256(payload: dict[str, Any]) -> str:
+    """sha256 over the key path, dtype, shape and bytes of every tensor in `payload`."""
+    digest = hashlib.sha256()
+    for key, tensor in _tensors({k: v for k, v in payload.items() if k != DIGEST}):
+        digest.update(f"{key}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def write(path: str | Path, payload: dict[str, Any]) -> None:
-    """torch.save `payload` atomically: on any failure the previous file is left intact.
+    """torch.save `payload`, with the digest of its tensors, atomically: on any failure
+    the previous file is left intact.
 
     Serialised in memory first: torch.save names the archive after the file it writes,
     and a temporary name would make equal payloads differ byte for byte.
     """
     buffer = io.BytesIO()
-    torch.save(payload, buffer)
+    torch.save({**payload, DIGEST: tensors_sha256(payload)}, buffer)
     with atomic_path(path) as tmp:
         tmp.write_bytes(buffer.getbuffer())
 
@@ -36,10 +65,19 @@ def read(path: str | Path) -> dict[str, Any]:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise MixnmtError(f"{path}: not found") from None
-    except Exception as e:  # refused by the safe unpickler, or a corrupt archive
-        raise MixnmtError(f"{path}: not a readable mixnmt file ({type(e).__name__}: {e})") from None
+    except pickle.UnpicklingError as e:  # torch's own message advises weights_only=False: never
+        found = re.search(r"GLOBAL (\S+)", str(e))
+        what = f"the Python object {found[1]}" if found else "Python objects"
+        raise MixnmtError(
+            f"{path}: refused: it holds {what}, where a mixnmt file holds only tensors and built-in types"
+        ) from None
+    except Exception as e:  # a corrupt or truncated archive
+        raise MixnmtError(f"{path}: not a readable mixnmt file ({type(e).__name__}: {gist(e)})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise MixnmtError(f"{path}: not a mixnmt file of format {FORMAT}")
+    # Files written before the digest was recorded have none to check.
+    if DIGEST in payload and payload.pop(DIGEST) != tensors_sha256(payload):
+        raise MixnmtError(f"{path}: corrupted (its tensors do not match the sha256 recorded when it was written)")
     return payload
 
 

@@ -504,6 +504,7 @@ def train(
             device,
             model=name,
             arch=arch,
+            checkpoint={"path": str(files.checkpoint), "sha256": sha256sum(files.checkpoint)},
             params=n_params,
             params_no_embeddings=n_params_no_embeddings,
             hparams=hparams,
