@@ -11,6 +11,7 @@ from mixnmt.download import download, source_url
 
 PAYLOAD = b"Ein Hund rennt .\n" * 100
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
+SIZE = len(PAYLOAD)
 
 
 @pytest.fixture
@@ -25,6 +26,17 @@ def server():
                 self.send_error(404)
             elif how == "error":
                 self.send_error(503)
+            elif how in ("garbage", "oversized"):  # more than the pinned size, with or without saying so
+                self.send_response(200)
+                if how == "oversized":
+                    self.send_header("Content-Length", str(10**12))
+                self.end_headers()
+                try:
+                    for _ in range(1000):  # 64 MiB if nobody stops reading
+                        self.wfile.write(bytes(1 << 16))
+                except OSError:
+                    pass
+                self.close_connection = True
             elif how == "truncate":
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(PAYLOAD)))
@@ -59,7 +71,7 @@ def test_download_from_local_folder_and_file_url(tmp_path):
     (mirror / "file.gz").write_bytes(PAYLOAD)
     for i, base in enumerate([str(mirror), mirror.as_uri()]):
         dest = tmp_path / f"out{i}" / "file.gz"
-        download(source_url(base, "file.gz"), dest, SHA)
+        download(source_url(base, "file.gz"), dest, SHA, SIZE)
         assert dest.read_bytes() == PAYLOAD
 
 
@@ -67,7 +79,7 @@ def test_download_retries_transient_http_errors(server, tmp_path):
     base, plan = server
     plan += ["error", "truncate"]
     dest = tmp_path / "file.gz"
-    download(source_url(base, "file.gz"), dest, SHA, retries=2, backoff=0.01)
+    download(source_url(base, "file.gz"), dest, SHA, SIZE, retries=2, backoff=0.01)
     assert dest.read_bytes() == PAYLOAD
 
 
@@ -76,7 +88,7 @@ def test_download_truncated_every_time_fails_and_leaves_nothing(server, tmp_path
     plan += ["truncate"] * 3
     dest = tmp_path / "file.gz"
     with pytest.raises(MixnmtError, match=r"file\.gz: download from .* failed after 3 attempts \(truncated"):
-        download(source_url(base, "file.gz"), dest, SHA, retries=2, backoff=0.01)
+        download(source_url(base, "file.gz"), dest, SHA, SIZE, retries=2, backoff=0.01)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -93,25 +105,39 @@ def test_download_interrupted_midway_leaves_nothing(server, tmp_path, monkeypatc
 
     monkeypatch.setattr(http.client.HTTPResponse, "read1", read1)
     with pytest.raises(KeyboardInterrupt):
-        download(source_url(base, "file.gz"), tmp_path / "file.gz", SHA)
+        download(source_url(base, "file.gz"), tmp_path / "file.gz", SHA, SIZE)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_download_missing_file_is_final(server, tmp_path):
     base, _ = server
     with pytest.raises(MixnmtError, match="HTTP 404"):
-        download(source_url(base, "nope.gz"), tmp_path / "nope.gz", SHA, retries=3, backoff=10)
+        download(source_url(base, "nope.gz"), tmp_path / "nope.gz", SHA, SIZE, retries=3, backoff=10)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_checksum_mismatch_is_a_one_line_error_without_output(tmp_path, capsys):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
-    (mirror / "file.gz").write_bytes(PAYLOAD + b"tampered")
+    tampered = PAYLOAD[:-8] + b"tampered"
+    (mirror / "file.gz").write_bytes(tampered)
     dest = tmp_path / "data" / "file.gz"
-    assert main(["download", str(mirror), str(dest), "--sha256", SHA]) == 1
+    assert main(["download", str(mirror), str(dest), "--sha256", SHA, "--size", str(SIZE)]) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err
     assert err.startswith(f"mixnmt download: error: {dest}: sha256 mismatch")
-    assert f"expected {SHA}, got {hashlib.sha256(PAYLOAD + b'tampered').hexdigest()}" in err
+    assert f"expected {SHA}, got {hashlib.sha256(tampered).hexdigest()}" in err
     assert not dest.exists() and list(dest.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("how", "says"), [("garbage", "sent more"), ("oversized", f"offers {10**12} bytes")]
+)
+def test_a_server_sending_more_than_the_pinned_size_is_stopped_there(how, says, server, tmp_path):
+    base, plan = server
+    plan.append(how)
+    dest = tmp_path / "file.gz"
+    with pytest.raises(MixnmtError) as raised:
+        download(source_url(base, "file.gz"), dest, SHA, SIZE, retries=3, backoff=10)
+    assert str(raised.value) == f"{dest}: the config pins {SIZE} bytes, but {base}/file.gz {says}; stopped there"
+    assert list(tmp_path.iterdir()) == []

@@ -374,7 +374,7 @@ def test_a_full_disk_is_not_retried_as_if_it_were_the_network(world, full_disk, 
     source = world["good"] / "train.en"
     digest = sha256sum(source)
     with pytest.raises(MixnmtError, match=r"train.en: could not write \(No space left on device\)"):
-        download(source.as_uri(), disk / "train.en", digest, backoff=0)
+        download(source.as_uri(), disk / "train.en", digest, source.stat().st_size, backoff=0)
     assert "retrying" not in caplog.text and not leftovers(disk)
 
 
@@ -405,7 +405,7 @@ def test_a_download_that_never_ends_stops_at_its_deadline(tmp_path):
     start = time.monotonic()
     try:
         with pytest.raises(MixnmtError, match=r"file.gz: download from .* did not finish within 1 s"):
-            download(url, tmp_path / "file.gz", "0" * 64, timeout=5, deadline=1)
+            download(url, tmp_path / "file.gz", "0" * 64, 10**6, timeout=5, deadline=1)
     finally:
         server.shutdown()
     assert time.monotonic() - start < 5 and not list(tmp_path.iterdir())

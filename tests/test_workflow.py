@@ -155,8 +155,8 @@ datasets:
   multi30k:
     test:
       test_2017_mscoco:
-        en: {{file: test_2017_mscoco.en.gz, sha256: {a}}}
-        de: {{file: test_2017_mscoco.de.gz, sha256: {b}}}
+        en: {{file: test_2017_mscoco.en.gz, sha256: {a}, size: 1000}}
+        de: {{file: test_2017_mscoco.de.gz, sha256: {b}, size: 1000}}
 """,
     )
     result = snakemake(workdir, "-n", "--configfile", extra)

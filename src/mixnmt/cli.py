@@ -56,7 +56,7 @@ def _set_threads(threads: int | None) -> None:
 def cmd_download(a: argparse.Namespace) -> None:
     from mixnmt.download import download, source_url
 
-    download(source_url(a.base, a.output.name), a.output, a.sha256, retries=a.retries)
+    download(source_url(a.base, a.output.name), a.output, a.sha256, a.size, retries=a.retries)
 
 
 def cmd_prepare(a: argparse.Namespace) -> None:
@@ -252,10 +252,11 @@ def parser() -> argparse.ArgumentParser:
         s.set_defaults(func=func)
         return s
 
-    s = command("download", cmd_download, "fetch one dataset file and verify its sha256")
+    s = command("download", cmd_download, "fetch one dataset file and verify its size and sha256")
     s.add_argument("base", help="base address: http(s):// or file:// URL, or a local folder")
     s.add_argument("output", type=Path, help="destination; its name is the file fetched from BASE")
     s.add_argument("--sha256", required=True, help="expected sha256 of the file")
+    s.add_argument("--size", type=int, required=True, help="expected size in bytes: never more is written")
     s.add_argument("--retries", type=int, default=4, help="retries after transient failures")
 
     s = command("prepare", cmd_prepare, "decode, normalise and check a parallel corpus")

@@ -1,4 +1,4 @@
-"""Fetch a dataset file from its address or a mirror, verify its sha256, rename atomically."""
+"""Fetch a dataset file from its address or a mirror, verify its size and sha256, rename atomically."""
 
 from __future__ import annotations
 
@@ -34,15 +34,21 @@ class _Late(Exception):
     """The download ran past its deadline."""
 
 
-def _copy(url: str, dest: Path, timeout: float, until: float) -> str:
-    """Stream `url` into `dest`, giving up at time.monotonic() `until`; return the sha256
-    of the bytes received. A failure to write `dest` (a full disk) is not the network's:
-    it goes to the caller as it is."""
+class _TooLarge(Exception):
+    """The server offered or sent more bytes than the file's pinned size."""
+
+
+def _copy(url: str, dest: Path, size: int, timeout: float, until: float) -> str:
+    """Stream `url` into `dest`, giving up at time.monotonic() `until` or past `size`
+    bytes; return the sha256 of the bytes received. A failure to write `dest` (a full
+    disk) is not the network's: it goes to the caller as it is."""
     digest = hashlib.sha256()
     with _network(url):
         response = urllib.request.urlopen(url, timeout=timeout)
     with response, open(dest, "wb") as out:
         expected = response.headers.get("Content-Length")
+        if expected is not None and expected.isdigit() and int(expected) > size:
+            raise _TooLarge(f"offers {expected} bytes")
         received = 0
         while True:
             with _network(url):
@@ -51,6 +57,8 @@ def _copy(url: str, dest: Path, timeout: float, until: float) -> str:
                 break
             if time.monotonic() > until:
                 raise _Late
+            if received + len(block) > size:
+                raise _TooLarge("sent more")
             digest.update(block)
             out.write(block)
             received += len(block)
@@ -80,6 +88,7 @@ def download(
     url: str,
     dest: str | Path,
     sha256: str,
+    size: int,
     retries: int = 4,
     backoff: float = 1.0,
     timeout: float = 30.0,
@@ -88,17 +97,22 @@ def download(
     """Download `url` to `dest` and check its sha256; `dest` appears only if all is well.
 
     Transient failures are retried `retries` times with exponential backoff
-    (`backoff`, 2 * `backoff`, ...); a checksum mismatch, a missing file, a full disk or
-    running past `deadline` seconds (all attempts together) is final.
+    (`backoff`, 2 * `backoff`, ...); a checksum mismatch, a missing file, a full disk,
+    more than `size` bytes (the disk is never filled with garbage) or running past
+    `deadline` seconds (all attempts together) is final.
     """
     dest = Path(dest)
     until = time.monotonic() + deadline
     for attempt in range(retries + 1):
         try:
             with atomic_path(dest) as tmp:
-                actual = _copy(url, tmp, timeout, until)
+                actual = _copy(url, tmp, size, timeout, until)
                 if actual != sha256:
                     raise MixnmtError(f"{dest}: sha256 mismatch for {url}: expected {sha256}, got {actual}")
+        except _TooLarge as e:
+            raise MixnmtError(
+                f"{dest}: the config pins {size} bytes, but {url} {e}; stopped there"
+            ) from None
         except _Late:
             raise MixnmtError(
                 f"{dest}: download from {url} did not finish within {deadline:.0f} s; "

@@ -112,14 +112,14 @@ def raw_file(split, lang):
     return f"data/{config['dataset']}/{SPLITS[split][lang]['file']}"
 
 
-def pinned_sha256(wildcards):
-    """The sha256 the config pins for data/<dataset>/<file>."""
+def pinned(wildcards):
+    """The entry the config pins for data/<dataset>/<file>: its sha256 and size."""
     dataset = config["datasets"][wildcards.dataset]
     splits = [dataset["train"], dataset["valid"], *dataset["test"].values()]
     for files in splits:
         for entry in files.values():
             if entry["file"] == wildcards.file:
-                return entry["sha256"]
+                return entry
     config_error(f"datasets.{wildcards.dataset}", f"lists no file {wildcards.file!r}")
 
 

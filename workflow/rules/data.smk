@@ -9,9 +9,11 @@ rule download:
         "../../envs/text.yaml"
     params:
         base=download_base,
-        sha256=pinned_sha256,
+        sha256=lambda w: pinned(w)["sha256"],
+        size=lambda w: pinned(w)["size"],
     shell:
-        "mixnmt download {params.base:q} {output:q} --sha256 {params.sha256:q} 2> {log:q}"
+        "mixnmt download {params.base:q} {output:q} --sha256 {params.sha256:q} --size {params.size}"
+        " 2> {log:q}"
 
 
 rule prepare:
