@@ -4,12 +4,23 @@
 # weights, tables) -> report (figures, report.html). Helpers live in rules/common.smk;
 # rules/targets.smk names the targets of the stages in dvc.yaml.
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
-from mixnmt.config import cpu_notice
+from mixnmt import MixnmtError
+from mixnmt.config import cpu_notice, read
 
 min_version("9.0")
+
+# Snakemake merges the overlays (--configfile) onto config.yaml at `configfile:`; one
+# whose YAML aliases expand to billions of values would hang that merge, so each is
+# read (and refused, if so) first.
+for overlay in workflow.config_settings.configfiles:
+    try:
+        read(overlay)
+    except MixnmtError as e:
+        raise WorkflowError(f"config: {e}") from None
 
 
 configfile: "config.yaml"

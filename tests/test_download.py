@@ -130,14 +130,13 @@ def test_checksum_mismatch_is_a_one_line_error_without_output(tmp_path, capsys):
     assert not dest.exists() and list(dest.parent.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    ("how", "says"), [("garbage", "sent more"), ("oversized", f"offers {10**12} bytes")]
-)
+@pytest.mark.parametrize(("how", "says"), [("garbage", "sent more"), ("oversized", f"offers {10**12} bytes")])
 def test_a_server_sending_more_than_the_pinned_size_is_stopped_there(how, says, server, tmp_path):
     base, plan = server
     plan.append(how)
     dest = tmp_path / "file.gz"
     with pytest.raises(MixnmtError) as raised:
         download(source_url(base, "file.gz"), dest, SHA, SIZE, retries=3, backoff=10)
-    assert str(raised.value) == f"{dest}: the config pins {SIZE} bytes, but {base}/file.gz {says}; stopped there"
+    url = f"{base}/file.gz"
+    assert str(raised.value) == f"{dest}: the config pins {SIZE} bytes, but {url} {says}; stopped there"
     assert list(tmp_path.iterdir()) == []

@@ -129,7 +129,12 @@ def test_cli_reads_a_file_and_overlays_the_decoding_settings(random_checkpoint, 
         (
             b"a dog runs .\n",
             ["--configfile", "missing.yaml"],
-            "missing.yaml: cannot read the decoding settings",
+            "missing.yaml: cannot read the config (No such file or directory)",
+        ),
+        (
+            b"a dog runs .\n" + b"x" * 10**7 + b"\n",
+            [],
+            "<stdin>: line 2 has 10000000 characters; lines of at most 2000 are translated",
         ),
         (
             b"a dog runs .\n",
@@ -142,6 +147,7 @@ def test_bad_input_gets_one_clear_line(
     random_checkpoint, tiny_spm, monkeypatch, capsys, data, extra, message
 ):
     stdin(monkeypatch, data)
+    monkeypatch.chdir(ROOT)
     assert translate_cli(random_checkpoint, tiny_spm, *extra) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -154,13 +160,46 @@ def test_ids_go_from_file_to_file(random_checkpoint, tiny_spm, capsys):
     assert "for text on standard input or output, add --text" in capsys.readouterr().err
 
 
-def test_decode_settings_overlay_in_order(tmp_path):
+def test_decode_settings_overlay_config_yaml_in_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
     (tmp_path / "a.yaml").write_text("decode:\n  beam: 2\n  length_penalty: 0.5\n")
     (tmp_path / "b.yaml").write_text("decode:\n  beam: 7\n")
-    settings = decode_settings(ROOT / "config.yaml", tmp_path / "a.yaml", tmp_path / "b.yaml")
-    assert settings == decode_config(beam=7, length_penalty=0.5)
-    with pytest.raises(MixnmtError, match=re.escape("decode.length_penalty: missing setting")):
-        decode_settings(tmp_path / "b.yaml")
+    assert decode_settings(tmp_path / "a.yaml", tmp_path / "b.yaml") == decode_config(
+        beam=7, length_penalty=0.5
+    )
+    assert decode_settings(tmp_path / "b.yaml") == decode_config(beam=7)  # on config.yaml, as Snakemake
+
+
+@pytest.mark.parametrize(
+    ("overlay", "message"),
+    [
+        ("decode: {max_len_a: -5}", "decode.max_len_a: -5 is less than the minimum of 0"),
+        ("decode: {beam: 0}", "decode.beam: 0 is less than the minimum of 1"),
+        ("decode: {batch_size: 0}", "decode.batch_size: 0 is less than the minimum of 1"),
+        ("decode: {length_penalty: .nan}", "decode.length_penalty: expected a finite number, got nan"),
+        ("decode: {beam: 2.0}", "decode.beam: 2.0 is not of type 'integer'"),
+        ("decode: [1]", "decode: [1] is not of type 'object'"),
+        ("- 1", "expected a config mapping, got a list"),
+    ],
+)
+def test_decode_settings_are_checked_as_the_workflow_checks_them(overlay, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "bad.yaml").write_text(overlay + "\n")
+    with pytest.raises(MixnmtError, match=re.escape(message)):
+        decode_settings(tmp_path / "bad.yaml")
+
+
+def test_an_alias_bomb_is_refused_in_one_short_line_at_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    levels = [
+        f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}, *l{i - 1}, *l{i - 1}, *l{i - 1}, *l{i - 1}]"
+        for i in range(1, 20)
+    ]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("l0: &l0 [lol, lol]\n" + "\n".join(levels) + "\ndecode: {beam: *l19}\n")  # 6**19 values
+    with pytest.raises(MixnmtError) as raised:
+        decode_settings(bomb)
+    assert str(raised.value) == f"{bomb}: expands to more than 100000 values (YAML aliases?); refused"
 
 
 def test_cli_at_a_terminal_answers_each_line_as_typed(random_checkpoint, tiny_spm, monkeypatch, capsys):

@@ -207,6 +207,25 @@ def test_config_violating_the_schema_is_refused(workdir, args, expected):
     assert not (workdir / "results").exists()
 
 
+def test_an_alias_bomb_overlay_is_refused_before_snakemake_merges_it(workdir):
+    """479 bytes of YAML aliases expand to 4.4e8 values: Snakemake's own merge of the
+    overlay onto config.yaml would hang, so the Snakefile reads it first."""
+    levels = [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 6)}]" for i in range(1, 12)]
+    bomb = overlay(workdir, "l0: &l0 [lol, lol]\n" + "\n".join(levels) + "\ndecode: {beam: *l11}\n")
+    result = snakemake(workdir, "-n", "--configfile", bomb)
+    assert result.returncode != 0
+    assert f"config: {bomb}: expands to more than 100000 values (YAML aliases?); refused" in result.stderr
+
+
+def test_a_long_value_is_cut_short_in_the_message(workdir):
+    result = snakemake(
+        workdir, "-n", "--configfile", overlay(workdir, f"train:\n  lr: {list(range(5000))}\n")
+    )
+    lines = [line for line in result.stderr.splitlines() if line.startswith("config: ")]
+    assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("config: train.lr: [0, 1, 2")
+    assert len(lines[0]) < 250, lines[0]
+
+
 def test_a_link_planted_inside_the_experiment_folder_is_refused_before_any_job(workdir, tmp_path_factory):
     """Snakemake writes benchmark files through a link at their path: a link committed under
     results/ must not let a rebuild overwrite a file elsewhere."""
@@ -356,9 +375,9 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     spm = out / "spm" / "joint.model"
     typed = subprocess.run(
         [Path(sys.executable).parent / "mixnmt", "translate", "--text", "--checkpoint",
-         out / "checkpoints" / FAST / "seed1.pt", "--spm", spm, spm,
-         "--configfile", project / "config.yaml", project / "tests" / "tiny.yaml"],
-        input=f"{first}\n", capture_output=True, text=True,
+         out / "checkpoints" / FAST / "seed1.pt", "--spm", spm, spm, "--configfile", "tests/tiny.yaml"],
+        input=f"{first}\n", capture_output=True, text=True, cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project / "src")},
     )  # fmt: skip
     assert typed.returncode == 0, typed.stderr
     assert typed.stdout == read_lines(out / "translations" / FAST / "seed1" / "test_a.txt")[0] + "\n"
@@ -445,6 +464,18 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         project=project,
     )
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    # A deleted translation whose score is kept: a plain run does not see it (README,
+    # "What a plain rerun does not see"); naming it rebuilds it, byte for byte.
+    translation = out / "translations" / FAST / "seed1" / "test_a.txt"
+    made, kept = translation.relative_to(workdir), translation.read_bytes()
+    translation.unlink()
+    plain = snakemake(workdir, "-n", "--configfile", str(project / "tests" / "tiny.yaml"), project=project)
+    assert plain.returncode == 0 and "Nothing to be done" in plain.stdout + plain.stderr
+    named = snakemake(
+        workdir, "--configfile", str(project / "tests" / "tiny.yaml"), str(made), project=project
+    )
+    assert named.returncode == 0 and translation.read_bytes() == kept, named.stderr[-3000:]
 
     # Snakemake's own report: the workflow description, the score table and every study
     # table, report.html, the figures, and the run time of every rule.

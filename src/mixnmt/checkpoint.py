@@ -77,7 +77,9 @@ def read(path: str | Path) -> dict[str, Any]:
         raise MixnmtError(f"{path}: not a mixnmt file of format {FORMAT}")
     # Files written before the digest was recorded have none to check.
     if DIGEST in payload and payload.pop(DIGEST) != tensors_sha256(payload):
-        raise MixnmtError(f"{path}: corrupted (its tensors do not match the sha256 recorded when it was written)")
+        raise MixnmtError(
+            f"{path}: corrupted (its tensors do not match the sha256 recorded when it was written)"
+        )
     return payload
 
 

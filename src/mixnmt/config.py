@@ -16,6 +16,14 @@ from mixnmt import MixnmtError
 from mixnmt.models import Validator
 from mixnmt.models import check as check_model
 
+CONFIG = Path("config.yaml")
+"""The one configuration, in the repository root (Snakefile's `configfile:`)."""
+SCHEMA = Path("workflow/schemas/config.schema.yaml")
+"""Its JSON schema, relative to the repository root."""
+MAX_NODES = 100_000
+"""The most values a config file may expand to: config.yaml has about 500, and YAML
+aliases let a few hundred bytes expand to billions (an "alias bomb")."""
+
 CPU_EPOCH_SECONDS = 240
 """One Multi30k epoch of a model of config.yaml's sizes on 2 CPU cores, as measured in
 results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded): the basis of `cpu_notice`."""
@@ -33,6 +41,59 @@ def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
         return
     for k, v in value.items() if isinstance(value, dict) else enumerate(value):
         yield from leaves(v, f"{key}.{k}" if key else str(k))
+
+
+def nodes(value: Any, limit: int = MAX_NODES) -> int:
+    """How many values `value` holds, counted as its aliases expand (each reference
+    again); stops counting past `limit`, so an alias bomb costs no more than that."""
+    count, stack = 0, [value]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """One config file's mapping, refused in one line if unreadable, not a mapping, or
+    expanding to more than MAX_NODES values."""
+    try:
+        config = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise MixnmtError(
+            f"{path}: cannot read the config ({e.strerror}); run from the repository root"
+        ) from None
+    except yaml.YAMLError as e:
+        raise MixnmtError(f"{path}: not a YAML config ({' '.join(str(e).split())[:200]})") from None
+    if not isinstance(config, dict):
+        raise MixnmtError(f"{path}: expected a config mapping, got a {type(config).__name__}")
+    if nodes(config) > MAX_NODES:
+        raise MixnmtError(f"{path}: expands to more than {MAX_NODES} values (YAML aliases?); refused")
+    return config
+
+
+def merge(config: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """`config` updated by `overlay`, mappings merged key by key (as Snakemake merges
+    --configfile overlays) and anything else replaced."""
+    merged = dict(config)
+    for key, value in overlay.items():
+        both = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = merge(merged[key], value) if both else value
+    return merged
+
+
+def load(*overlays: str | Path) -> dict[str, Any]:
+    """config.yaml with `overlays` merged on it in order, checked as the workflow checks
+    it (the schema with strict integers, then `check`)."""
+    config: dict[str, Any] = {}
+    for path in (CONFIG, *overlays):
+        config = merge(config, read(path))
+    check_strictly(config, SCHEMA)
+    check(config)
+    return config
 
 
 def check_strictly(config: dict[str, Any], schema: str | Path) -> None:
@@ -91,6 +152,8 @@ def schema_error(error: Any) -> str:
     message = error.message
     if error.validator == "pattern" and "description" in error.schema:  # say it in words
         message = f"{error.instance!r} is not {error.schema['description']}"
+    if len(message) > 200:  # a long value's repr
+        message = message[:197] + "..."
     key = ".".join(map(str, error.absolute_path))
     return f"{key}: {message}" if key else message
 

@@ -110,9 +110,7 @@ def download(
                 if actual != sha256:
                     raise MixnmtError(f"{dest}: sha256 mismatch for {url}: expected {sha256}, got {actual}")
         except _TooLarge as e:
-            raise MixnmtError(
-                f"{dest}: the config pins {size} bytes, but {url} {e}; stopped there"
-            ) from None
+            raise MixnmtError(f"{dest}: the config pins {size} bytes, but {url} {e}; stopped there") from None
         except _Late:
             raise MixnmtError(
                 f"{dest}: download from {url} did not finish within {deadline:.0f} s; "

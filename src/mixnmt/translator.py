@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-import yaml
-
 from mixnmt import MixnmtError, checkpoint, config_section
 from mixnmt.batching import read_ids
+from mixnmt.config import load as load_config
 from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.files import read_lines, sha256sum, split_lines, write_json, write_lines
@@ -31,28 +30,15 @@ from mixnmt.manifest import manifest
 log = logging.getLogger(__name__)
 
 STDIN = "<stdin>"
-CONFIG = Path("config.yaml")
-"""Where the decoding settings come from unless given: the repository's configuration."""
+MAX_CHARACTERS = 2000
+"""The longest line `translate --text` accepts: a sentence or a few, not a document
+(decoding time and memory grow with the length, quadratically in the Transformer)."""
 
 
-def decode_settings(*paths: str | Path) -> DecodeConfig:
-    """The `decode` section of config files (config.yaml if none), later files overriding
-    earlier ones as Snakemake's `--configfile` overlays do."""
-    section: dict = {}
-    for path in paths or (CONFIG,):
-        try:
-            config = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except OSError as e:
-            raise MixnmtError(
-                f"{path}: cannot read the decoding settings ({e.strerror}); "
-                "run from the repository root or name the config file"
-            ) from None
-        except yaml.YAMLError as e:
-            raise MixnmtError(f"{path}: not a YAML config ({' '.join(str(e).split())})") from None
-        if not isinstance(config, dict) or not isinstance(config.get("decode", {}), dict):
-            raise MixnmtError(f"{path}: expected a config with a `decode:` mapping")
-        section |= config.get("decode", {})
-    return config_section(DecodeConfig, "decode", section)
+def decode_settings(*overlays: str | Path) -> DecodeConfig:
+    """The `decode` section of config.yaml with `overlays` merged on it, as Snakemake's
+    `--configfile` merges them, and checked as the workflow checks the config."""
+    return config_section(DecodeConfig, "decode", load_config(*overlays)["decode"])
 
 
 @dataclass(frozen=True)
@@ -128,8 +114,14 @@ def translate_file(
 
 
 def _checked(lines: list[str], name: str, first: int = 1) -> list[str]:
-    """`lines` as they are; each empty one gets a warning, since it translates to nothing."""
+    """`lines` as they are, if none is longer than MAX_CHARACTERS; each empty one gets a
+    warning, since it translates to nothing."""
     for number, line in enumerate(lines, start=first):
+        if len(line) > MAX_CHARACTERS:
+            raise MixnmtError(
+                f"{name}: line {number} has {len(line)} characters; lines of at most {MAX_CHARACTERS} "
+                "are translated (split it into sentences)"
+            )
         if not line.strip():
             log.warning("%s: line %d is empty; its translation is an empty line", name, number)
     return lines
