@@ -194,6 +194,10 @@ datasets:
             "config: decode.length_penalty: expected a finite number, got nan",
         ),
         ("seeds: [1.0]\n", "config: seeds.0: 1.0 is not of type 'integer'"),
+        (
+            "spm:\n  character_coverage: 0.9\n",
+            "config: spm.character_coverage: 0.9 is less than the minimum of 0.98",
+        ),
     ],
 )
 def test_config_violating_the_schema_is_refused(workdir, args, expected):
