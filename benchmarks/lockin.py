@@ -30,10 +30,11 @@ import torch
 from torch import Tensor
 
 from mixnmt import checkpoint
-from mixnmt.analysis import entropy
 from mixnmt.batching import ParallelData
 from mixnmt.paths import Layout
-from mixnmt.tokenize import PAD, Tokenizer
+from mixnmt.symbols import PAD
+from mixnmt.tokenize import Tokenizer
+from mixnmt.usage import entropy
 
 
 class Scores:

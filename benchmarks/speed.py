@@ -51,7 +51,8 @@ from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype
 from mixnmt.models import REGISTRY, Seq2Seq, State, build, resolve
 from mixnmt.paths import Layout
-from mixnmt.tokenize import PAD, Tokenizer
+from mixnmt.symbols import PAD
+from mixnmt.tokenize import Tokenizer
 from mixnmt.train import TrainConfig, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

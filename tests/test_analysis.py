@@ -7,10 +7,11 @@ import torch
 
 from conftest import TINY_MODELS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
-from mixnmt.analysis import ComponentUsage, analyse
+from mixnmt.analysis import analyse
 from mixnmt.batching import read_ids
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, architecture
+from mixnmt.usage import ComponentUsage
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import random
 import torch
 
 from mixnmt.batching import ParallelData, padding_fraction
-from mixnmt.tokenize import BOS, EOS, PAD
+from mixnmt.symbols import BOS, EOS, PAD
 
 
 def corpus(n=500, seed=0):

@@ -12,7 +12,7 @@ from conftest import CONFIG, TINY_MODELS, train_config
 from mixnmt import determinism
 from mixnmt.batching import Batch, pad
 from mixnmt.models import build, resolve
-from mixnmt.tokenize import BOS, EOS
+from mixnmt.symbols import BOS, EOS
 from mixnmt.train import Trainer
 from test_models import VOCAB, batch, make, recurrent_dtypes, with_grus
 

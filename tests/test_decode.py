@@ -7,7 +7,7 @@ import torch
 from conftest import FAST, VARIANTS, decode_config, tiny_model
 from mixnmt.batching import pad
 from mixnmt.decode import beam_search, greedy, next_logprobs, translate_ids
-from mixnmt.tokenize import BOS, EOS, UNK
+from mixnmt.symbols import BOS, EOS, UNK
 
 
 def model_for(name, vocab, seed=0):

@@ -79,3 +79,16 @@ def test_environment_provides_what_its_rules_import(env):
     code += "".join(f"import {m}\n" for m in modules)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, f"{env} lacks {missing}, but {modules} need it:\n{done.stderr[-1500:]}"
+
+
+@pytest.mark.parametrize(
+    ("module", "kept_out"),
+    [
+        ("mixnmt.models", "sentencepiece"),  # models read the special ids from mixnmt.symbols
+        ("mixnmt.train", "mixnmt.analysis"),  # training logs mixture usage from mixnmt.usage
+    ],
+)
+def test_a_module_does_not_import_what_it_does_not_need(module, kept_out):
+    code = f"import sys, {module}\nassert {kept_out!r} not in sys.modules"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, f"importing {module} imports {kept_out}:\n{done.stderr[-1500:]}"

@@ -7,7 +7,7 @@ import torch
 
 from conftest import ROOT, TINY_MODELS
 from mixnmt.models import REGISTRY, build, resolve
-from mixnmt.tokenize import BOS, PAD
+from mixnmt.symbols import BOS, PAD
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import lockin  # noqa: E402

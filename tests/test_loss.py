@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from mixnmt.loss import smoothed_cross_entropy
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])

@@ -14,7 +14,7 @@ from conftest import CONFIG, OPS_PER_STEP, ROOT, TINY_MODELS, VARIANTS
 from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
 from mixnmt.models import REGISTRY, build, resolve
-from mixnmt.tokenize import BOS, PAD
+from mixnmt.symbols import BOS, PAD
 
 VOCAB = 40
 

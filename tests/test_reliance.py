@@ -11,7 +11,7 @@ from torch import nn
 from conftest import FAST, VARIANTS, tiny_model
 from mixnmt.batching import ParallelData
 from mixnmt.reliance import by_position, estimates, knocked_out, others, token_nll, use_of_candidates
-from mixnmt.tokenize import EOS, PAD
+from mixnmt.symbols import EOS, PAD
 
 VOCAB = 30
 

@@ -253,7 +253,7 @@ import torch
 from torch import Tensor, nn
 
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 
 class Sixth(Seq2Seq):

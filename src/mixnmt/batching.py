@@ -11,7 +11,7 @@ from torch import Tensor
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_lines
-from mixnmt.tokenize import BOS, EOS, PAD
+from mixnmt.symbols import BOS, EOS, PAD
 
 
 def read_ids(path: str | Path, vocab_size: int) -> list[list[int]]:

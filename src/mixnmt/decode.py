@@ -17,7 +17,7 @@ from mixnmt.batching import pad, read_ids
 from mixnmt.device import peak_memory_mb
 from mixnmt.files import write_json
 from mixnmt.models import Seq2Seq, reorder
-from mixnmt.tokenize import BOS, EOS, PAD
+from mixnmt.symbols import BOS, EOS, PAD
 
 log = logging.getLogger(__name__)
 

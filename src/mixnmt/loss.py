@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 
 class _SmoothedCrossEntropy(torch.autograd.Function):

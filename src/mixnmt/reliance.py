@@ -31,13 +31,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from mixnmt import checkpoint
-from mixnmt.analysis import component_usage
 from mixnmt.batching import ParallelData
 from mixnmt.files import write_table
 from mixnmt.models import Seq2Seq
 from mixnmt.models.mixture import GROUPS
 from mixnmt.provenance import stamped
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
+from mixnmt.usage import component_usage
 
 log = logging.getLogger(__name__)
 

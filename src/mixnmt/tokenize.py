@@ -11,10 +11,9 @@ import sentencepiece as spm
 
 from mixnmt import MixnmtError
 from mixnmt.files import gist, read_lines, write_bytes, write_lines
+from mixnmt.symbols import BOS, EOS, PAD, UNK
 
 log = logging.getLogger(__name__)
-
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 def train(

@@ -25,7 +25,6 @@ from torch import Tensor
 from tqdm import tqdm
 
 from mixnmt import MixnmtError, checkpoint, determinism
-from mixnmt.analysis import ComponentUsage, mixtures
 from mixnmt.batching import Batch, ParallelData, padding_fraction
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
@@ -36,6 +35,7 @@ from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, parameter_counts, resolve
 from mixnmt.stopping import StopRequested, stop_requests
 from mixnmt.tokenize import Tokenizer
+from mixnmt.usage import ComponentUsage, mixtures
 
 log = logging.getLogger(__name__)
 

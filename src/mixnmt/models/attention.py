@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
 from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 
 class Attention(Seq2Seq):

@@ -9,7 +9,7 @@ from typing import Annotated, ClassVar
 import torch
 from torch import Tensor, nn
 
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 State = dict[str, Tensor]
 """A decoder's cache between steps: tensors whose first dimension is the batch."""

@@ -35,7 +35,7 @@ from mixnmt.models.base import (
     Weights,
     source_mask,
 )
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 
 @dataclass(frozen=True)

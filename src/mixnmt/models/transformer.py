@@ -27,7 +27,7 @@ from mixnmt.models.base import (
     sinusoids,
     source_mask,
 )
-from mixnmt.tokenize import PAD
+from mixnmt.symbols import PAD
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
