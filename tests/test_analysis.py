@@ -46,9 +46,8 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
     out = tmp_path / "analysis.json"
     path = saved(name, tiny_spm, tmp_path)
     references = translation  # the references stand in for a translation
-    analyse(
-        name, TINY_MODELS[name], path, (tiny_spm, tiny_spm), source_ids, translation, references, [0, 3], out
-    )
+    loaded = checkpoint.load_for_inference(path, (tiny_spm, tiny_spm), name, TINY_MODELS[name])
+    analyse(loaded, source_ids, translation, references, [0, 3], out)
     result = json.loads(out.read_text())
     assert result["model"] == name and [s["index"] for s in result["sentences"]] == [0, 3]
     tok = tokenize.Tokenizer(tiny_spm)
@@ -92,20 +91,10 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
 def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp_path):
     source_ids, translation = test_set
     name = weights_on("source")[0]
-    path = saved(name, tiny_spm, tmp_path)
+    loaded = checkpoint.load_for_inference(saved(name, tiny_spm, tmp_path), (tiny_spm, tiny_spm), name)
     for index in (5, 99):  # test_a's line 5 is empty
         with pytest.raises(MixnmtError, match=f"analysis.sentences: {index} is not a non-empty sentence"):
-            analyse(
-                name,
-                None,
-                path,
-                (tiny_spm, tiny_spm),
-                source_ids,
-                translation,
-                translation,
-                [index],
-                tmp_path / "a.json",
-            )
+            analyse(loaded, source_ids, translation, translation, [index], tmp_path / "a.json")
     assert not (tmp_path / "a.json").exists()
 
 

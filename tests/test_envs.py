@@ -19,7 +19,7 @@ MODULES = {  # mixnmt subcommand -> the module it runs
     "spm-encode": "mixnmt.tokenize",
     "train": "mixnmt.train",
     "translate": "mixnmt.decode",
-    "speed": "mixnmt.decode",
+    "speed": "mixnmt.speed",
     "analyse": "mixnmt.analysis",
     "score": "mixnmt.evaluate",
     "significance": "mixnmt.evaluate",

@@ -113,20 +113,15 @@ def test_max_steps_caps_training_mid_epoch(files):
 
 
 def test_same_seed_gives_byte_identical_checkpoints_and_translations(files, tiny_ids, tiny_spm, tmp_path):
-    from mixnmt.translator import translate_file
+    from mixnmt.translator import Translator, translate_file
 
     digests = []
     for attempt in ("a", "b"):
         out = tmp_path / attempt
         again = elsewhere(files, out)
         train(FAST, HPARAMS, TrainConfig(**{**CONFIG, "epochs": 3}), again)
-        translate_file(
-            again.checkpoint,
-            tiny_ids / "valid.en",
-            (tiny_spm, tiny_spm),
-            out / "t.txt",
-            decode_config(beam=3),
-        )
+        translator = Translator.load(again.checkpoint, tiny_spm, decode_config(beam=3))
+        translate_file(translator, tiny_ids / "valid.en", out / "t.txt")
         digests.append((sha256sum(again.checkpoint), sha256sum(out / "t.txt")))
     assert digests[0] == digests[1]
     other = elsewhere(files, tmp_path / "c")
@@ -145,7 +140,7 @@ def cli_train(files, **config) -> list[str]:
         FAST,
         "--threads",
         "1",
-        "--hparams",
+        "--entry",
         json.dumps(HPARAMS),
         "--config",
         json.dumps({**CONFIG, **config}),
@@ -330,7 +325,7 @@ def test_disk_full_while_saving_keeps_the_previous_state(files, monkeypatch):
 
 def test_impossible_hyperparameters_fail_before_training(files, capsys):
     command = cli_train(files)[3:]  # drop "python -m mixnmt"
-    command[command.index("--hparams") + 1] = json.dumps({**HPARAMS, "d_model": 30, "heads": 4})
+    command[command.index("--entry") + 1] = json.dumps({**HPARAMS, "d_model": 30, "heads": 4})
     assert main(command) == 1
     err = capsys.readouterr().err
     assert err == f"mixnmt train: error: models.{FAST}: d_model=30 is not divisible by heads=4\n"

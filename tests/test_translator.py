@@ -21,7 +21,7 @@ def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, 
     ids.write_text("10 11 12\n\n13\n\n14 15\n\n")
     out, record = tmp_path / "out" / "test.txt", tmp_path / "out" / "test.json"
     config = decode_config(beam=2, max_len_b=4)
-    translate_file(random_checkpoint, ids, (tiny_spm, tiny_spm), out, config, FAST, record=record)
+    translate_file(Translator.load(random_checkpoint, tiny_spm, config, FAST), ids, out, record)
     lines = read_lines(out)
     assert len(lines) == 6
     assert {1, 3, 5} <= {i for i, line in enumerate(lines) if not line}
@@ -59,7 +59,7 @@ def test_checkpoint_not_matching_the_config_is_refused(
     if "arch" in hparams:
         config = {"arch": hparams["arch"], **TINY_MODELS[hparams["arch"]]}
     with pytest.raises(MixnmtError, match=re.escape(message)):
-        translate_file(random_checkpoint, ids, (tiny_spm, tiny_spm), out, decode_config(), model, config)
+        translate_file(Translator.load(random_checkpoint, tiny_spm, decode_config(), model, config), ids, out)
     assert not out.exists()
 
 
@@ -84,7 +84,7 @@ def test_text_and_ids_translate_alike(random_checkpoint, tiny_spm, tmp_path):
     ids = tmp_path / "test.ids"
     encoded = Tokenizer(tiny_spm).encode(" ".join(s.split()) for s in SENTENCES)
     ids.write_text("".join(" ".join(map(str, line)) + "\n" for line in encoded))
-    translate_file(random_checkpoint, ids, (tiny_spm, tiny_spm), tmp_path / "out.txt", config)
+    translate_file(translator, ids, tmp_path / "out.txt")
     text = translator.translate(SENTENCES)
     assert text == read_lines(tmp_path / "out.txt") and len(text) == 4 and text[1] == ""
     assert text[2] == translator.translate(["the child plays in the park ."])[0]

@@ -20,10 +20,7 @@ log = logging.getLogger(__name__)
 
 @torch.no_grad()
 def analyse(
-    name: str,
-    entry: dict | None,
-    checkpoint_path: Path,
-    spm_files: tuple[Path, Path],
+    loaded: checkpoint.Inference,
     source_ids: Path,
     translation: Path,
     references: Path,
@@ -33,8 +30,13 @@ def analyse(
     """Analysis weights of the model on `sentences` (indices into the test set), with
     their source, reference and translation text (the sample translations), and for
     mixtures component usage over the whole test set, as JSON."""
-    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-    model, src_tok, tgt_tok, device = loaded.model, loaded.source, loaded.target, loaded.device
+    name, model, src_tok, tgt_tok, device = (
+        loaded.name,
+        loaded.model,
+        loaded.source,
+        loaded.target,
+        loaded.device,
+    )
     sources = read_ids(source_ids, len(src_tok))
     translations, reference_lines = read_lines(translation), read_lines(references)
     targets = tgt_tok.encode(translations)

@@ -166,20 +166,25 @@ def load_model(
 
 @dataclass(frozen=True)
 class Inference:
-    """A trained model on its device, with the tokenizers of its two sides."""
+    """A trained model on its device, with the tokenizers of its two sides, its name in
+    the config (if the caller gave one) and the files it was loaded from."""
 
     model: Seq2Seq
     source: Tokenizer
     target: Tokenizer
     device: torch.device
+    name: str | None
+    files: tuple[Path, Path, Path]  # checkpoint, source and target SentencePiece models
 
 
 def load_for_inference(
     path: str | Path, spm_files: tuple[Path, Path], name: str | None = None, entry: dict | None = None
 ) -> Inference:
-    """What translate, speed and analyse run: the checked model (see `load_model`) on the
-    best device, and the source and target tokenizers."""
+    """What translate, speed, reliance and analyse run: the checked model (see
+    `load_model`) on the best device, and the source and target tokenizers."""
     device = pick_device()
     source, target = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
     model = load_model(path, source, target, name, entry).to(device)
-    return Inference(model, source, target, device)
+    return Inference(
+        model, source, target, device, name, (Path(path), Path(spm_files[0]), Path(spm_files[1]))
+    )

@@ -7,8 +7,12 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mixnmt import MixnmtError, config_section
+
+if TYPE_CHECKING:
+    from mixnmt.checkpoint import Inference
 
 
 def _json(text: str) -> dict:
@@ -95,30 +99,37 @@ def cmd_train(a: argparse.Namespace) -> None:
     files = TrainFiles(
         tuple(a.train), tuple(a.valid), tuple(a.spm), a.checkpoint, a.metrics, a.manifest, a.state
     )
-    train(a.model, a.hparams, config_section(TrainConfig, "train", a.config), files, stop_requested)
+    train(a.model, a.entry, config_section(TrainConfig, "train", a.config), files, stop_requested)
+
+
+def _loaded(a: argparse.Namespace) -> Inference:
+    """The trained model that `_add_trained_model`'s options name, checked and loaded."""
+    from mixnmt.checkpoint import load_for_inference
+
+    _set_threads(a.threads)
+    return load_for_inference(a.checkpoint, tuple(a.spm), a.model, a.entry)
 
 
 def cmd_translate(a: argparse.Namespace) -> None:
     from mixnmt.decode import DecodeConfig
     from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
 
-    _set_threads(a.threads)
     config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
     stdio = {None, Path("-")}
     if a.text and a.manifest:
         raise MixnmtError("--manifest records a translated file of source ids; not with --text")
-    if a.text:
-        translator = Translator.load(a.checkpoint, tuple(a.spm), config, a.model, a.hparams)
-        translate_text(
-            translator, None if a.input in stdio else a.input, None if a.output in stdio else a.output
-        )
-    elif a.input in stdio or a.output in stdio:
+    if not a.text and (a.input in stdio or a.output in stdio):
         raise MixnmtError(
             "source ids come from a file and go to a file (INPUT and OUTPUT); "
             "for text on standard input or output, add --text"
         )
+    translator = Translator(_loaded(a), config)
+    if a.text:
+        translate_text(
+            translator, None if a.input in stdio else a.input, None if a.output in stdio else a.output
+        )
     else:
-        translate_file(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.model, a.hparams, a.manifest)
+        translate_file(translator, a.input, a.output, a.manifest)
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -160,35 +171,21 @@ def cmd_lengths(a: argparse.Namespace) -> None:
 def cmd_reliance(a: argparse.Namespace) -> None:
     from mixnmt.reliance import source_reliance
 
-    _set_threads(a.threads)
-    source_reliance(
-        a.model, a.hparams, a.checkpoint, tuple(a.spm), tuple(a.valid), a.seed, a.max_tokens, a.output, a.use
-    )
+    source_reliance(_loaded(a), tuple(a.valid), a.seed, a.max_tokens, a.output, a.use)
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
-    from mixnmt.decode import DecodeConfig, measure_speed
+    from mixnmt.decode import DecodeConfig
+    from mixnmt.speed import measure_speed
 
-    _set_threads(a.threads)
     config = config_section(DecodeConfig, "decode", a.config)
-    measure_speed(a.checkpoint, a.input, tuple(a.spm), a.output, config, a.sentences, a.model, a.hparams)
+    measure_speed(_loaded(a), a.input, a.output, config, a.sentences)
 
 
 def cmd_analyse(a: argparse.Namespace) -> None:
     from mixnmt.analysis import analyse
 
-    _set_threads(a.threads)
-    analyse(
-        a.model,
-        a.hparams,
-        a.checkpoint,
-        tuple(a.spm),
-        a.input,
-        a.translation,
-        a.references,
-        a.sentences,
-        a.output,
-    )
+    analyse(_loaded(a), a.input, a.translation, a.references, a.sentences, a.output)
 
 
 def cmd_table(a: argparse.Namespace) -> None:
@@ -231,6 +228,21 @@ def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
             )
         else:
             s.add_argument(f"--{kind}", type=Path, nargs="+", required=True, help=spec.help)
+
+
+ENTRY = "JSON: the model's config entry `models.<NAME>` (hyperparameters, and `arch` unless NAME is one)"
+
+
+def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
+    """The options that name a trained model (see `_loaded`): checkpoint, SentencePiece
+    models, its config name and entry (a checkpoint of another is refused), threads."""
+    s.add_argument("--checkpoint", type=Path, required=True)
+    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    s.add_argument(
+        "--model", required=name_required, metavar="NAME", help="refuse a checkpoint of another model"
+    )
+    s.add_argument("--entry", "--hparams", type=_json, help=f"{ENTRY}: refuse a checkpoint with others")
+    s.add_argument("--threads", type=int, help="CPU threads")
 
 
 def _add_bootstrap(s: argparse.ArgumentParser) -> None:
@@ -281,10 +293,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path)
     s.add_argument("output", type=Path)
 
-    entry = "JSON: the model's config entry (hyperparameters, and `arch` unless NAME is one)"
     s = command("train", cmd_train, "train one model and keep its best checkpoint")
     s.add_argument("--model", required=True, metavar="NAME", help="the model's name in the config")
-    s.add_argument("--hparams", type=_json, default={}, help=entry)
+    s.add_argument("--entry", "--hparams", type=_json, default={}, help=ENTRY)
     s.add_argument("--config", type=_json, default={}, help="JSON: the training settings")
     s.add_argument("--train", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
@@ -298,8 +309,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int)
 
     s = command("translate", cmd_translate, "translate source ids, or raw text with --text")
-    s.add_argument("--checkpoint", type=Path, required=True)
-    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    _add_trained_model(s, name_required=False)
     s.add_argument("--config", type=_json, help="JSON: the decoding settings")
     s.add_argument(
         "--configfile",
@@ -309,12 +319,9 @@ def parser() -> argparse.ArgumentParser:
         help="or config files to take `decode:` from, overlays last (default: config.yaml)",
     )
     s.add_argument("--text", action="store_true", help="INPUT is raw text (default: standard input)")
-    s.add_argument("--model", metavar="NAME", help="refuse a checkpoint of another model")
-    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
     s.add_argument(
         "--manifest", type=Path, help="what made the translation: code version, inputs, settings (JSON)"
     )
-    s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
     s.add_argument("output", type=Path, nargs="?", help="translations (with --text, - or none: stdout)")
 
@@ -368,41 +375,29 @@ def parser() -> argparse.ArgumentParser:
     )
 
     s = command("speed", cmd_speed, "decoding speed, greedy and beam, and peak memory")
-    s.add_argument("--model", required=True, metavar="NAME")
-    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
-    s.add_argument("--checkpoint", type=Path, required=True)
-    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    _add_trained_model(s, name_required=True)
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
     s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
-    s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 
     s = command(
         "reliance", cmd_reliance, "how much the true source raises validation tokens' probability over others"
     )
-    s.add_argument("--model", required=True, metavar="NAME")
-    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
-    s.add_argument("--checkpoint", type=Path, required=True)
-    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    _add_trained_model(s, name_required=True)
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
     s.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per batch")
-    s.add_argument("--threads", type=int)
     s.add_argument(
         "--use", type=Path, help="also write here (TSV) the loss with each candidate group knocked out"
     )
     s.add_argument("output", type=Path, help="TSV")
 
     s = command("analyse", cmd_analyse, "alignments and mixture responsibilities of a model")
-    s.add_argument("--model", required=True, metavar="NAME")
-    s.add_argument("--hparams", type=_json, help=f"{entry}: refuse a checkpoint with others")
-    s.add_argument("--checkpoint", type=Path, required=True)
-    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    _add_trained_model(s, name_required=True)
     s.add_argument("--translation", type=Path, required=True, help="the model's translation of INPUT")
     s.add_argument("--references", type=Path, required=True, help="the reference text of INPUT")
     s.add_argument("--sentences", type=int, nargs="+", required=True, help="indices of sentences to show")
-    s.add_argument("--threads", type=int)
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 

@@ -1,21 +1,15 @@
-"""Batched greedy and beam search over any model's encode/step interface, and decoding speed."""
+"""Batched greedy and beam search over any model's encode/step interface."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from mixnmt import checkpoint
-from mixnmt.batching import pad, read_ids
-from mixnmt.device import peak_memory_mb
-from mixnmt.files import write_json
+from mixnmt.batching import pad
 from mixnmt.models import Seq2Seq, reorder
 from mixnmt.symbols import BOS, EOS, PAD
 
@@ -157,33 +151,3 @@ def translate_ids(
         for i, hyp in zip(chunk, search(model, src, config)):
             out[i] = hyp
     return out
-
-
-def measure_speed(
-    checkpoint_path: Path,
-    source_ids: Path,
-    spm_files: tuple[Path, Path],
-    output: Path,
-    config: DecodeConfig,
-    sentences: int | None = None,
-    name: str | None = None,
-    entry: dict | None = None,
-) -> dict:
-    """Sentences per second of greedy and of beam search over the first `sentences` of a
-    test set (all by default), and peak memory."""
-    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-    sources = read_ids(source_ids, len(loaded.source))[:sentences]
-    result: dict = {"model": name, "sentences": len(sources), "beam": config.beam}
-    for search, beam in (("greedy", 1), ("beam", config.beam)):
-        start = time.perf_counter()
-        translate_ids(loaded.model, sources, dataclasses.replace(config, beam=beam), loaded.device)
-        result[f"{search}_sentences_per_s"] = len(sources) / (time.perf_counter() - start)
-    result["peak_memory"] = peak_memory_mb(loaded.device)
-    write_json(output, result)
-    log.info(
-        "%s: greedy %.1f, beam %.1f sentences/s",
-        checkpoint_path,
-        result["greedy_sentences_per_s"],
-        result["beam_sentences_per_s"],
-    )
-    return result

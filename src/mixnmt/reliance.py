@@ -185,10 +185,7 @@ def use_of_candidates(
 
 
 def source_reliance(
-    name: str,
-    entry: dict | None,
-    checkpoint_path: Path,
-    spm_files: tuple[Path, Path],
+    loaded: checkpoint.Inference,
     valid: tuple[Path, Path],
     seed: int,
     max_tokens: int,
@@ -200,7 +197,7 @@ def source_reliance(
     """Per target position of the validation set (0: all tokens): the mean loss with the
     true source and the reliance estimate r (nats/token) with its 95% interval; and if
     `use` is given, there the mass against use of a mixture's candidate groups."""
-    loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
+    name = loaded.name
     data = ParallelData.load(*valid, (len(loaded.source), len(loaded.target)))
     true, r = estimates(loaded.model, data, max_tokens, loaded.device, sources, rounds)
     table = by_position(true, r).round(4)

@@ -77,34 +77,24 @@ class Translator:
 
 
 def translate_file(
-    checkpoint_path: Path,
-    source_ids: Path,
-    spm_files: tuple[Path, Path],
-    output: Path,
-    config: DecodeConfig,
-    name: str | None = None,
-    entry: dict | None = None,
-    record: Path | None = None,
+    translator: Translator, source_ids: Path, output: Path, record: Path | None = None
 ) -> None:
     """Decode a file of source ids into detokenised text, exactly one line per source line,
-    and write to `record` (if given) what made it: code version, inputs, settings, time.
-
-    With `name` and `entry` (the config's `models.<name>`), a checkpoint of another model
-    or with other hyperparameters is refused.
-    """
-    translator = Translator.load(checkpoint_path, spm_files, config, name, entry)
-    sources = read_ids(source_ids, len(translator.inference.source))
+    and write to `record` (if given) what made it: code version, inputs, settings, time."""
+    loaded, config = translator.inference, translator.config
+    sources = read_ids(source_ids, len(loaded.source))
     start = time.perf_counter()
     lines = translator.translate_ids(sources)
     seconds = time.perf_counter() - start
     if record is not None:
+        checkpoint_path, *spm_files = loaded.files
         inputs = {str(p): sha256sum(p) for p in (checkpoint_path, source_ids, *spm_files)}
-        made = manifest(inputs, translator.inference.device, model=name, decode=dataclasses.asdict(config))
+        made = manifest(inputs, loaded.device, model=loaded.name, decode=dataclasses.asdict(config))
         write_json(record, made | {"sentences": len(lines), "seconds": round(seconds, 1)})
     write_lines(output, lines)
     log.info(
         "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",
-        checkpoint_path,
+        loaded.files[0],
         len(lines),
         config.beam,
         seconds,

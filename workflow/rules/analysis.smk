@@ -42,10 +42,10 @@ rule speed:
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),
-        hparams=hparams,
+        entry=entry,
         sentences=config["analysis"]["speed_sentences"],
     shell:
-        "mixnmt speed --model {wildcards.model:q} --hparams {params.hparams:q}"
+        "mixnmt speed --model {wildcards.model:q} --entry {params.entry:q}"
         " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --sentences {params.sentences}"
         " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
 
@@ -71,10 +71,10 @@ rule reliance:
         gpu_jobs=gpu_jobs(),
         mem_mb=4000,
     params:
-        hparams=hparams,
+        entry=entry,
         max_tokens=config["train"]["max_tokens"],
     shell:
-        "mixnmt reliance --model {wildcards.model:q} --hparams {params.hparams:q}"
+        "mixnmt reliance --model {wildcards.model:q} --entry {params.entry:q}"
         " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --valid {input.valid:q}"
         " --seed {wildcards.seed} --max-tokens {params.max_tokens} --threads {threads}"
         " --use {output.use:q} {output.reliance:q} 2> {log:q}"
@@ -102,9 +102,9 @@ rule analyse:
         mem_mb=4000,
     params:
         sentences=config["analysis"]["sentences"],
-        hparams=hparams,
+        entry=entry,
     shell:
-        "mixnmt analyse --model {wildcards.model:q} --hparams {params.hparams:q}"
+        "mixnmt analyse --model {wildcards.model:q} --entry {params.entry:q}"
         " --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
         " --translation {input.translation:q} --references {input.references:q} --sentences {params.sentences} --threads {threads}"
         " {input.source:q} {output:q} 2> {log:q}"

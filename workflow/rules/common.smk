@@ -178,7 +178,7 @@ def train_config(wildcards):
     )
 
 
-def hparams(wildcards):
+def entry(wildcards):
     """JSON of one model's config entry (`models.<model>`)."""
     return json.dumps(config["models"][wildcards.model] or {})
 

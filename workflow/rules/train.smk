@@ -20,11 +20,11 @@ rule train:
         gpu_jobs=gpu_jobs(),
         mem_mb=8000,
     params:
-        hparams=hparams,
+        entry=entry,
         config=train_config,
         state=LAYOUT.train(STATE),  # survives a failed job: rerun to resume
     shell:
-        "mixnmt train --model {wildcards.model:q} --hparams {params.hparams:q}"
+        "mixnmt train --model {wildcards.model:q} --entry {params.entry:q}"
         " --config {params.config:q} --threads {threads}"
         " --train {input.train:q} --valid {input.valid:q} --spm {input.spm:q}"
         " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} --manifest {output.manifest:q}"

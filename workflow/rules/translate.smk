@@ -20,9 +20,9 @@ rule translate:
         mem_mb=4000,
     params:
         config=json.dumps(config["decode"]),
-        hparams=hparams,
+        entry=entry,
     shell:
         "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
-        " --model {wildcards.model:q} --hparams {params.hparams:q}"
+        " --model {wildcards.model:q} --entry {params.entry:q}"
         " --config {params.config:q} --threads {threads} --manifest {output.manifest:q}"
         " {input.source:q} {output.text:q} 2> {log:q}"
