@@ -14,7 +14,7 @@ import pytest
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from conftest import CONFIG, ROOT
+from conftest import CONFIG, ROOT, TINY
 from mixnmt import MixnmtError
 from mixnmt.config import check
 from mixnmt.models import REGISTRY, defaults, hyperparameter_schemas, resolve
@@ -154,14 +154,16 @@ def test_no_roster_outside_the_registry():
 
 
 def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():
-    from mixnmt.config import CPU_EPOCH_SECONDS, cpu_notice, selected
+    from mixnmt.config import CPU_EPOCH_SECONDS_PER_MB, cpu_notice, merge, selected
 
     notice = cpu_notice(CONFIG, cores=2)
     runs = len(selected(CONFIG)) * len(CONFIG["seeds"])
-    hours = runs * CONFIG["train"]["epochs"] * CPU_EPOCH_SECONDS / 3600
+    megabytes = sum(entry["size"] for entry in CONFIG["datasets"][CONFIG["dataset"]]["train"].values()) / 1e6
+    hours = runs * CONFIG["train"]["epochs"] * megabytes * CPU_EPOCH_SECONDS_PER_MB / 3600
     assert f"{len(selected(CONFIG))} models x {len(CONFIG['seeds'])} seeds" in notice
     assert f"roughly {hours:.0f} hours on 2 CPU cores" in notice
     assert "--configfile experiments/cpu.yaml" in notice
     assert cpu_notice(CONFIG, cores=16) != notice  # more cores, less time
     short = copy.deepcopy(CONFIG) | {"seeds": [1], "only": [CONFIG["analysis"]["baseline"]]}
     assert cpu_notice({**short, "train": {**CONFIG["train"], "epochs": 3}}, cores=2) is None
+    assert cpu_notice(merge(CONFIG, TINY), cores=2) is None  # 28 kB of synthetic text: minutes, not hours

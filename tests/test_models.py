@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import yaml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from conftest import CONFIG, OPS_PER_STEP, ROOT, TINY_MODELS, VARIANTS
+from conftest import CONFIG, OPS_PER_STEP, ROOT, TINY, TINY_MODELS, VARIANTS
 from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
 from mixnmt.models import REGISTRY, build, resolve
@@ -36,8 +36,10 @@ def batch(seed=0):
     return src, tgt
 
 
-def test_every_architecture_has_a_tiny_model():
+def test_every_architecture_has_a_tiny_model_that_the_tiny_experiment_runs():
     assert {resolve(name, entry)[0] for name, entry in TINY_MODELS.items()} == set(REGISTRY)
+    # `only:` keeps config.yaml's variants out; a tiny model missing from it would never run.
+    assert sorted(TINY["only"]) == sorted(TINY_MODELS)
 
 
 @pytest.mark.parametrize("name", VARIANTS)

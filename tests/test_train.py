@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from conftest import FAST, TINY_MODELS, decode_config, train_config
-from mixnmt import MixnmtError, checkpoint, config_section, tokenize
+from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.batching import ParallelData
 from mixnmt.cli import main
+from mixnmt.config import config_section
 from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
 from mixnmt.inputs import METRICS

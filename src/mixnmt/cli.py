@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mixnmt import MixnmtError, config_section
+from mixnmt import MixnmtError
 
 if TYPE_CHECKING:
     from mixnmt.checkpoint import Inference
@@ -90,6 +90,7 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
 
 
 def cmd_train(a: argparse.Namespace) -> None:
+    from mixnmt.config import config_section
     from mixnmt.stopping import record_stop_signals
     from mixnmt.train import TrainConfig, TrainFiles, train
 
@@ -111,6 +112,7 @@ def _loaded(a: argparse.Namespace) -> Inference:
 
 
 def cmd_translate(a: argparse.Namespace) -> None:
+    from mixnmt.config import config_section
     from mixnmt.decode import DecodeConfig
     from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
 
@@ -175,6 +177,7 @@ def cmd_reliance(a: argparse.Namespace) -> None:
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
+    from mixnmt.config import config_section
     from mixnmt.decode import DecodeConfig
     from mixnmt.speed import measure_speed
 

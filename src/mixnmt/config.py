@@ -1,13 +1,16 @@
-"""What the config's JSON schema (workflow/schemas/config.schema.yaml) cannot say: keys
-that must name each other, and each `models:` entry against its architecture's
-hyperparameters (the registry's schema). Snakemake runs `check` after the schema."""
+"""The configuration: config.yaml with overlays merged as Snakemake merges them, what
+its JSON schema (workflow/schemas/config.schema.yaml) cannot say (keys that must name
+each other, each `models:` entry against its architecture's hyperparameters; Snakemake
+runs `check` after the schema), and its sections as typed settings (`config_section`)."""
 
 from __future__ import annotations
 
 import math
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 import yaml
@@ -15,6 +18,8 @@ import yaml
 from mixnmt import MixnmtError
 from mixnmt.models import Validator
 from mixnmt.models import check as check_model
+
+T = TypeVar("T")
 
 CONFIG = Path("config.yaml")
 """The one configuration, in the repository root (Snakefile's `configfile:`)."""
@@ -24,9 +29,10 @@ MAX_NODES = 100_000
 """The most values a config file may expand to: config.yaml has about 500, and YAML
 aliases let a few hundred bytes expand to billions (an "alias bomb")."""
 
-CPU_EPOCH_SECONDS = 240
-"""One Multi30k epoch of a model of config.yaml's sizes on 2 CPU cores, as measured in
-results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded): the basis of `cpu_notice`."""
+CPU_EPOCH_SECONDS_PER_MB = 200
+"""One epoch of a model of config.yaml's sizes on 2 CPU cores, per MB of the pinned
+training files: 240 s for Multi30k's 1.21 MB (gzipped), as measured in
+results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded). The basis of `cpu_notice`."""
 
 
 def selected(config: dict[str, Any]) -> list[str]:
@@ -162,12 +168,45 @@ def cpu_notice(config: dict[str, Any], cores: int) -> str | None:
     """What training `config` means on `cores` CPU cores, if it would take hours, and
     where the short CPU experiment is; None when that is quick."""
     models, seeds, epochs = len(selected(config)), len(config["seeds"]), config["train"]["epochs"]
-    hours = models * seeds * epochs * CPU_EPOCH_SECONDS * 2 / cores / 3600
-    if hours < 2:
+    train = config["datasets"][config["dataset"]]["train"]
+    megabytes = sum(train[lang]["size"] for lang in (config["src"], config["tgt"])) / 1e6
+    hours = models * seeds * epochs * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
+    if hours < 4:  # the CPU experiment itself (2.5 hours measured) starts without one
         return None
     return (
         f"no GPU here: this run trains {models} models x {seeds} seeds for up to {epochs} epochs "
-        f"each, roughly {hours:.0f} hours on {cores} CPU cores for Multi30k. The CPU experiment "
-        "(one seed, three epochs, about 90 minutes on 2 cores) is "
-        "`snakemake --cores all --configfile experiments/cpu.yaml`."
+        f"each on {megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU "
+        "cores. The CPU experiment (the key contrasts, 3 seeds of two epochs, about 2.5 hours on "
+        "2 cores) is `snakemake --cores all --configfile experiments/cpu.yaml`."
     )
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON/YAML value has type `hint` (int, float, bool, str, None, unions,
+    lists and tuples of them); an int is a float, a bool is not a number."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if origin in (list, tuple):
+        return isinstance(value, list | tuple) and all(_fits(v, args[0]) for v in value)
+    if hint is type(None):
+        return value is None
+    if hint in (int, float) and isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) if hint is float else isinstance(value, hint)
+
+
+def config_section(cls: type[T], name: str, values: dict[str, Any]) -> T:
+    """Build dataclass `cls` from config section `name`, naming any unknown or missing
+    key and any value of the wrong type."""
+    hints = typing.get_type_hints(cls)
+    for key in values:
+        if key not in hints:
+            raise MixnmtError(f"{name}.{key}: unknown setting (expected one of {', '.join(sorted(hints))})")
+    for key, hint in hints.items():
+        if key not in values:
+            raise MixnmtError(f"{name}.{key}: missing setting")
+        if not _fits(values[key], hint):
+            expected = str(hint) if typing.get_origin(hint) else hint.__name__
+            raise MixnmtError(f"{name}.{key}: expected {expected}, got {values[key]!r}")
+    return cls(**values)

@@ -1,8 +1,9 @@
 """Trained models as translators: text in, detokenised text out.
 
-    from mixnmt.translator import Translator
+    from mixnmt.translator import Translator, decode_settings
     Translator.load("results/multi30k-cpu/checkpoints/attention/seed1.pt",
-                    "results/multi30k-cpu/spm/joint.model").translate(["A man is riding a bike."])
+                    "results/multi30k-cpu/spm/joint.model",
+                    decode_settings()).translate(["A man is riding a bike."])
 
 `translate_file` is what the workflow runs (a file of source ids, from `mixnmt spm-encode`);
 `mixnmt translate --text` reads raw text from a file or standard input.
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from mixnmt import MixnmtError, checkpoint, config_section
+from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import read_ids
+from mixnmt.config import config_section
 from mixnmt.config import load as load_config
 from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, translate_ids
@@ -53,17 +55,17 @@ class Translator:
         cls,
         checkpoint_path: str | Path,
         spm: str | Path | tuple[str | Path, str | Path],
-        config: DecodeConfig | None = None,
+        config: DecodeConfig,
         name: str | None = None,
         entry: dict | None = None,
     ) -> Translator:
         """The model at `checkpoint_path` with its SentencePiece model(s) (one path when the
-        vocabulary is shared, else source and target). `config` defaults to config.yaml's
-        `decode` section; `name` and `entry` refuse a checkpoint of another model (see
-        `checkpoint.load_model`)."""
+        vocabulary is shared, else source and target), decoding with `config` (config.yaml's
+        is `decode_settings()`); `name` and `entry` refuse a checkpoint of another model
+        (see `checkpoint.load_model`)."""
         spm_files = (Path(spm),) * 2 if isinstance(spm, str | Path) else (Path(spm[0]), Path(spm[1]))
         loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-        return cls(loaded, config or decode_settings())
+        return cls(loaded, config)
 
     def translate_ids(self, sources: list[list[int]]) -> list[str]:
         """One detokenised line per source (ids); an empty source gives an empty line."""
