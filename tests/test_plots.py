@@ -139,6 +139,40 @@ def test_alignment_panels_show_mean_and_most_peaked_head_per_layer():
     assert np.array_equal(panels[1][2], heads[peaked]) and f"head {peaked + 1}" in panels[1][1]
 
 
+# K = 0 without the source: "stay" is its one candidate, so there is nothing to mix or show
+STAY_ONLY = analysis(
+    "k0",
+    {"decoder_responsibilities": ["target", "head", "component"]},
+    {"decoder_responsibilities": (3, 2, 1)},
+    {
+        "decoder_responsibilities": {
+            **MIX["components"]["encoder_responsibilities"],
+            "usage": [1.0],
+            "components": 0,
+            "heads": {"entropy": [0, 0], "mi": [0, 0], "leading": [1, 1], "source_entropy": [0, 0]},
+        }
+    },
+)
+
+
+@pytest.mark.parametrize("figure", ["mixing", "component_usage", "responsibilities"])
+def test_a_mixture_of_one_candidate_gets_no_panel(figure):
+    assert [(a["model"], name) for a, name, _ in plots.mixtures([MIX, STAY_ONLY, PLAIN])] == [
+        ("mix", "encoder_responsibilities")
+    ]
+    drawn = FIGURES[figure](analyses=[MIX, STAY_ONLY])
+    assert all("k0" not in ax.get_title() for ax in drawn.axes)
+    alone = FIGURES[figure](analyses=[STAY_ONLY])
+    assert [t.get_text() for t in alone.axes[0].texts] == ["No mixture model in this experiment."]
+
+
+def test_mass_against_use_draws_each_group_with_mass_once_per_side():
+    both = pd.concat([USE, USE.assign(weights="encoder_responsibilities")])
+    fig = plots.use(both)
+    assert [ax.get_title() for ax in fig.axes] == ["decoder responsibilities", "encoder responsibilities"]
+    assert [len(ax.containers) for ax in fig.axes] == [2, 2]  # the source group has no mass
+
+
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 30])
 def test_every_model_gets_its_own_colour(n):
     models = [f"model{i}" for i in range(n)]

@@ -478,8 +478,8 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     translation.unlink()
     plain = snakemake(workdir, "-n", "--configfile", str(project / "tests" / "tiny.yaml"), project=project)
     assert plain.returncode == 0 and "Nothing to be done" in plain.stdout + plain.stderr
-    named = snakemake(
-        workdir, "--configfile", str(project / "tests" / "tiny.yaml"), str(made), project=project
+    named = snakemake(  # the target first: --configfile takes every word after it
+        workdir, str(made), "--configfile", str(project / "tests" / "tiny.yaml"), project=project
     )
     assert named.returncode == 0 and translation.read_bytes() == kept, named.stderr[-3000:]
 

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from mixnmt.files import atomic_path  # noqa: E402
@@ -59,9 +60,16 @@ def empty(message: str) -> Figure:
 
 
 def legend_below(fig: Figure, ax) -> None:
-    """One legend for the whole figure, under the panels."""
+    """One legend for the whole figure, under the panels, at most four entries a row."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), frameon=False)
+
+
+def mixtures(analyses: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(analysis, weights, statistics) of every mixture with a choice to make: one of a
+    single candidate (K = 0 without the source: "stay" alone) has nothing to mix or show."""
+    rows = [(a, name, stats) for a in analyses for name, stats in a["components"].items()]
+    return [row for row in rows if len(row[2]["usage"]) > 1]
 
 
 def time_axis(seconds: pd.Series) -> tuple[pd.Series, str]:
@@ -216,18 +224,15 @@ def responsibilities(analyses: list[dict[str, Any]]) -> Figure:
     scale so that small masses show: "stay", the learned components, then the source
     subwords if the mixture reads them."""
     panels: dict[str, list] = {}
-    for a in analyses:
-        for name, axes in a["axes"].items():
-            if axes[-1] != "component":
-                continue
-            title = f"{a['model']} {name.replace('_', ' ')}"
-            for sentence in a["sentences"]:
-                pi = np.asarray(sentence["weights"][name]).mean(1)  # (steps, 1+K[+S])
-                read = sentence["source"] if axes[0] == "source" else ["<s>", *sentence["target"][:-1]]
-                k = a["components"][name]["components"]
-                columns = ["stay"] + [str(j) if j % 8 == 0 else "" for j in range(1, k + 1)]
-                columns += sentence["source"][: pi.shape[1] - 1 - k]
-                panels.setdefault(title, []).append((sentence, title, pi, read, columns))
+    for a, name, stats in mixtures(analyses):
+        title = f"{a['model']} {name.replace('_', ' ')}"
+        for sentence in a["sentences"]:
+            pi = np.asarray(sentence["weights"][name]).mean(1)  # (steps, 1+K[+S])
+            read = sentence["source"] if a["axes"][name][0] == "source" else ["<s>", *sentence["target"][:-1]]
+            k = stats["components"]
+            columns = ["stay"] + [str(j) if j % 8 == 0 else "" for j in range(1, k + 1)]
+            columns += sentence["source"][: pi.shape[1] - 1 - k]
+            panels.setdefault(title, []).append((sentence, title, pi, read, columns))
     if not panels:
         return empty("No mixture model in this experiment.")
     return heatmap_grid(
@@ -242,7 +247,7 @@ def responsibilities(analyses: list[dict[str, Any]]) -> Figure:
 
 def component_usage(analyses: list[dict[str, Any]]) -> Figure:
     """How much of the responsibility each component takes over the test set."""
-    rows = [(a, name, stats) for a in analyses for name, stats in a["components"].items()]
+    rows = mixtures(analyses)
     if not rows:
         return empty("No mixture model in this experiment.")
     colors = palette(a["model"] for a in analyses)
@@ -268,7 +273,7 @@ def mixing(analyses: list[dict[str, Any]]) -> Figure:
     """Per head of every mixture, over the test set: the mutual information between the
     step and the candidate (a head that mixes by input) beside the mean per-step entropy
     (a head that spreads its mass), against log of the candidates, their ceiling."""
-    rows = [(a, name, stats) for a in analyses for name, stats in a["components"].items() if stats["heads"]]
+    rows = [(a, name, stats) for a, name, stats in mixtures(analyses) if stats["heads"]]
     if not rows:
         return empty("No mixture model in this experiment.")
     colors = palette(a["model"] for a in analyses)
@@ -289,20 +294,32 @@ def mixing(analyses: list[dict[str, Any]]) -> Figure:
 
 def use(use: pd.DataFrame) -> Figure:
     """Mass against use: each candidate group of each mixture, its mass (x) against the
-    rise of the validation loss when it is knocked out (y)."""
+    rise of the validation loss when it is knocked out (y, mean and sd over seeds), the
+    encoder's and the decoder's side by side. Groups without mass are left out: removing
+    them changes nothing (the use table keeps them)."""
+    use = use[use.mass > 0]
     if use.empty:
         return empty("No mixture model in this experiment.")
     colors = palette(use.model)
     markers = {"stay": "o", "learned": "s", "source": "^"}
-    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-    for row in use.itertuples():
-        ax.scatter(row.mass, row.change, color=colors[row.model], marker=markers[row.group], s=40, zorder=3)
-        label = f"{row.model} {row.weights.removesuffix('_responsibilities').replace('_', ' ')}: {row.group}"
-        ax.annotate(label, (row.mass, row.change), xytext=(4, 3), textcoords="offset points", fontsize=7)
-    ax.axhline(0, color="#888888", lw=0.8)
-    ax.set_xlabel("mass (mean responsibility, validation set)")
-    ax.set_ylabel("validation loss rise when knocked out (nats/token)")
-    ax.set_yscale("symlog", linthresh=0.01)
+    sides = list(dict.fromkeys(use.weights))
+    fig, axes = plt.subplots(
+        1, len(sides), figsize=(4.5 * len(sides), 4.2), sharey=True, squeeze=False, layout="constrained"
+    )
+    for ax, side in zip(axes[0], sides):
+        for row in use[use.weights == side].itertuples():
+            sd = np.nan_to_num(row.change_sd)  # one seed: no spread
+            style = {"marker": markers[row.group], "ms": 6, "lw": 0.8, "capsize": 2, "zorder": 3}
+            ax.errorbar(row.mass, row.change, yerr=sd, color=colors[row.model], **style)
+        ax.axhline(0, color="#888888", lw=0.8)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_title(side.replace("_", " "), fontsize=9)
+        ax.set_xlabel("mass (mean responsibility, validation set)")
+    axes[0, 0].set_ylabel("validation loss rise when knocked out\n(nats/token)")
+    axes[0, 0].set_yscale("symlog", linthresh=0.01)
+    handles = [Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in colors.items()]
+    handles += [Line2D([], [], color="#444444", marker=k, ls="", label=g) for g, k in markers.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
     return fig
 
 
