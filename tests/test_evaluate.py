@@ -5,7 +5,7 @@ import pytest
 import sacrebleu
 
 from mixnmt import MixnmtError
-from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, holm, score, significance
+from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, holm, loops, score, significance
 from mixnmt.provenance import code_version
 from mixnmt.report import markdown_scores
 
@@ -30,6 +30,35 @@ def test_score_matches_sacrebleu_and_records_signatures(tmp_path):
     assert "case:mixed" in result["bleu_signature"] and "tok:13a" in result["bleu_signature"]
     assert result["chrf_signature"].startswith("nrefs:1|case:mixed")
     assert (result["model"], result["seed"], result["testset"], result["sentences"]) == ("m", 1, "t", 3)
+    bleu = sacrebleu.corpus_bleu(HYPS, [REFS])
+    assert result["length_ratio"] == round(bleu.sys_len / bleu.ref_len, 3) < 1 and result["looping"] == 0
+
+
+@pytest.mark.parametrize(
+    ("hypothesis", "looping"),
+    [
+        ("Ein Mann in einem Hemd in einem Hemd in einem Hemd .", True),  # a 3-gram thrice
+        ("Ein Mann in einem Hemd in einem Hemd .", False),  # twice is German
+        ("a a a a a", True),  # "a a a" at three places
+        ("a a a a", False),
+        ("", False),
+    ],
+)
+def test_a_hypothesis_loops_when_a_word_trigram_comes_three_times(hypothesis, looping):
+    assert loops(hypothesis) is looping
+
+
+def test_score_counts_the_looping_share(tmp_path):
+    hyps = ["Ein Hund in einem Park in einem Park in einem Park", "Ein Hund .", "", "Zwei Männer ."]
+    score(
+        write(tmp_path / "h", hyps),
+        write(tmp_path / "r", [*REFS, "Ein Mann ."]),
+        tmp_path / "o.json",
+        "m",
+        "t",
+        1,
+    )
+    assert json.loads((tmp_path / "o.json").read_text())["looping"] == 0.25
 
 
 def test_score_refuses_misaligned_files(tmp_path):
@@ -80,13 +109,14 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     assert list(table.reliance) == [0.5, 0.25, 0.5, 0.25]  # position 0: all tokens
     assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
     markdown = markdown_scores(table, read)
-    header = "| test set | model | seeds | BLEU | chrF | TER | BLEU (lc) | reliance | parameters |"
-    assert markdown.startswith(header + " without embeddings |")
+    header = "| test set | model | seeds | BLEU | chrF | TER | BLEU (lc) | length | looping | reliance |"
+    assert markdown.startswith(header + " parameters | without embeddings |")
     assert "| a | other | 1 |" in markdown and "(p=" in markdown and "5.0M" in markdown and "500k" in markdown
     assert "Paired bootstrap against base on a" in markdown
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["a"]["other"]["bleu"] == table.bleu[1]
-    assert set(metrics["a"]["base"]) == {"bleu", "bleu_lc", "chrf", "ter", "reliance"}
+    numbers = {"bleu", "bleu_lc", "chrf", "ter", "reliance", "length_ratio", "looping"}
+    assert set(metrics["a"]["base"]) == numbers
 
 
 def test_aggregate_names_an_unreadable_file(tmp_path):

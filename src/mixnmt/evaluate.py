@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +33,31 @@ def read_aligned(hypotheses: Path, references: Path) -> tuple[list[str], list[st
     return hyps, refs
 
 
+LOOP = 3
+"""A hypothesis loops when one of its word 3-grams occurs 3 times or more."""
+
+
+def loops(hypothesis: str, n: int = LOOP) -> bool:
+    """Whether a word n-gram occurs at least n times: the repetition loop of a decoder that
+    has lost its source ("in einem Hemd in einem Hemd in einem Hemd")."""
+    words = hypothesis.split()
+    return max(Counter(zip(*(words[i:] for i in range(n)))).values(), default=0) >= n
+
+
 def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str, seed: int) -> dict:
     """BLEU, chrF and lowercased BLEU (`bleu_lc`, the case published Multi30k numbers use)
-    of one system on one test set, with the metric signatures, as JSON."""
+    of one system on one test set, with the metric signatures, as JSON; beside them two
+    signs of a degenerate decoder: the output's length over the references' (BLEU's
+    tokens) and the share of hypotheses that loop."""
     hyps, refs = read_aligned(hypotheses, references)
     result = {"model": model, "seed": seed, "testset": testset, "sentences": len(hyps)}
     for name, metric in (("bleu", BLEU()), ("chrf", CHRF()), ("bleu_lc", BLEU(lowercase=True))):
-        result[name] = round(metric.corpus_score(hyps, [refs]).score, 2)
+        corpus = metric.corpus_score(hyps, [refs])
+        result[name] = round(corpus.score, 2)
         result[f"{name}_signature"] = str(metric.get_signature())
+        if name == "bleu":
+            result["length_ratio"] = round(corpus.sys_len / corpus.ref_len, 3)
+    result["looping"] = round(sum(map(loops, hyps)) / len(hyps), 3)
     result["commit"] = code_version()
     write_json(output, result)
     log.info("%s %s: BLEU %.2f chrF %.2f", model, testset, result["bleu"], result["chrf"])
@@ -261,7 +279,8 @@ def aggregate(
     metrics: Path,
 ) -> tuple[pd.DataFrame, list[dict]]:
     """One row per test set x model x seed: BLEU, chrF, TER with 95% intervals and
-    p-values against the baseline, lowercased BLEU, source reliance (nats/token), the
+    p-values against the baseline, lowercased BLEU, length ratio and looping share,
+    source reliance (nats/token), the
     metric signatures, the code version that scored it (`commit`), and the training run
     (parameters, steps, `train_commit`) from its manifest. Also as JSON metrics
     {testset: {model: {metric: mean over seeds}}} for `dvc metrics`. Returns the table and
@@ -307,8 +326,8 @@ def aggregate(
         .reset_index(drop=True)
     )
     write_table(output, table)
-    numbers = ["bleu", "bleu_lc", "chrf", "ter", "reliance"]
-    means = table.groupby(["testset", "model"], sort=False)[numbers].mean()
+    numbers = ["bleu", "bleu_lc", "chrf", "ter", "reliance", "length_ratio", "looping"]
+    means = table.groupby(["testset", "model"], sort=False)[[n for n in numbers if n in table]].mean()
     nested: dict[str, dict] = {}
     for (testset, model), row in means.iterrows():
         nested.setdefault(testset, {})[model] = {

@@ -50,7 +50,8 @@ def format_score(row: pd.Series, key: str) -> str:
 def display_scores(table: pd.DataFrame) -> pd.DataFrame:
     """The score table as people read it, one row per test set and model: with one seed
     "score ± 95% interval (p against the baseline)", with several "mean ± sd over seeds";
-    lowercased BLEU, source reliance (nats/token) and sizes beside."""
+    lowercased BLEU, length ratio and looping share (means), source reliance (nats/token)
+    and sizes beside."""
     rows = []
     for (testset, model), runs in table.groupby(["testset", "model"], sort=False):
         first = runs.iloc[0]
@@ -60,6 +61,9 @@ def display_scores(table: pd.DataFrame) -> pd.DataFrame:
                 row[name] = format_score(first, key) if key != "bleu_lc" else f"{first[key]:.2f}"
             else:
                 row[name] = f"{runs[key].mean():.2f} ± {runs[key].std():.2f}"
+        for key, name, shown in (("length_ratio", "length", "{:.2f}"), ("looping", "looping", "{:.0%}")):
+            value = runs[key].mean() if key in runs else float("nan")  # scored before they were
+            row[name] = "" if pd.isna(value) else shown.format(value)
         reliance = runs["reliance"].mean() if "reliance" in runs else float("nan")
         row["reliance"] = "" if pd.isna(reliance) else f"{reliance:.3f}"
         row["parameters"] = count(first["params"])
