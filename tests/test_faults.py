@@ -409,3 +409,19 @@ def test_a_download_that_never_ends_stops_at_its_deadline(tmp_path):
     finally:
         server.shutdown()
     assert time.monotonic() - start < 5 and not list(tmp_path.iterdir())
+
+
+def test_every_command_is_one_entry_with_its_own_small_argument_function():
+    """cli.COMMANDS is the one list of subcommands: each `cmd_<name>` appears there once,
+    with the function that declares its arguments, and each of those builds on its own."""
+    import argparse
+    import inspect
+
+    from mixnmt import cli
+
+    runs = {name for name, f in vars(cli).items() if name.startswith("cmd_") and inspect.isfunction(f)}
+    assert sorted(c.run.__name__ for c in cli.COMMANDS.values()) == sorted(runs)
+    for name, command in cli.COMMANDS.items():
+        assert command.run.__name__ == f"cmd_{name.replace('-', '_')}"
+        command.arguments(argparse.ArgumentParser(prog=name))
+        assert len(inspect.getsource(command.arguments).splitlines()) < 60

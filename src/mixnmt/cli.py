@@ -6,8 +6,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mixnmt import MixnmtError
 
@@ -57,166 +58,6 @@ def _set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def cmd_download(a: argparse.Namespace) -> None:
-    from mixnmt.download import download, source_url
-
-    download(source_url(a.base, a.output.name), a.output, a.sha256, a.size, retries=a.retries)
-
-
-def cmd_prepare(a: argparse.Namespace) -> None:
-    from mixnmt.data import prepare
-
-    prepare(a.src, a.tgt, a.src_out, a.tgt_out, max_words=a.max_words)
-
-
-def cmd_spm_train(a: argparse.Namespace) -> None:
-    from mixnmt import tokenize
-
-    tokenize.train(a.input, a.model, a.vocab_size, a.model_type, a.character_coverage, a.seed)
-
-
-def cmd_spm_encode(a: argparse.Namespace) -> None:
-    from mixnmt.tokenize import encode_file
-
-    encode_file(a.model, a.input, a.output)
-
-
-def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
-    """The inputs of a figure or table, read from their `--<kind>` options."""
-    from mixnmt.inputs import INPUTS
-
-    values = {kind: getattr(a, kind) for kind in kinds}
-    return {kind: INPUTS[kind].load(dict(v) if INPUTS[kind].per_model else v) for kind, v in values.items()}
-
-
-def cmd_train(a: argparse.Namespace) -> None:
-    from mixnmt.config import config_section
-    from mixnmt.stopping import record_stop_signals
-    from mixnmt.train import TrainConfig, TrainFiles, train
-
-    stop_requested = record_stop_signals()  # until the process exits
-
-    _set_threads(a.threads)
-    files = TrainFiles(
-        tuple(a.train), tuple(a.valid), tuple(a.spm), a.checkpoint, a.metrics, a.manifest, a.state
-    )
-    train(a.model, a.entry, config_section(TrainConfig, "train", a.config), files, stop_requested)
-
-
-def _loaded(a: argparse.Namespace) -> Inference:
-    """The trained model that `_add_trained_model`'s options name, checked and loaded."""
-    from mixnmt.checkpoint import load_for_inference
-
-    _set_threads(a.threads)
-    return load_for_inference(a.checkpoint, tuple(a.spm), a.model, a.entry)
-
-
-def cmd_translate(a: argparse.Namespace) -> None:
-    from mixnmt.config import config_section
-    from mixnmt.decode import DecodeConfig
-    from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
-
-    config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
-    stdio = {None, Path("-")}
-    if a.text and a.manifest:
-        raise MixnmtError("--manifest records a translated file of source ids; not with --text")
-    if not a.text and (a.input in stdio or a.output in stdio):
-        raise MixnmtError(
-            "source ids come from a file and go to a file (INPUT and OUTPUT); "
-            "for text on standard input or output, add --text"
-        )
-    translator = Translator(_loaded(a), config)
-    if a.text:
-        translate_text(
-            translator, None if a.input in stdio else a.input, None if a.output in stdio else a.output
-        )
-    else:
-        translate_file(translator, a.input, a.output, a.manifest)
-
-
-def cmd_score(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import score
-
-    score(a.hypotheses, a.references, a.output, a.model, a.testset, a.seed)
-
-
-def cmd_aggregate(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import aggregate
-    from mixnmt.files import write_text
-    from mixnmt.report import markdown_scores
-
-    table, tests = aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.metrics)
-    write_text(a.markdown, markdown_scores(table, tests))
-
-
-def cmd_significance(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import significance
-
-    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.seed, a.output)
-
-
-def cmd_contrasts(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import contrasts
-
-    runs: dict[str, dict[int, Path]] = {}
-    for (model, seed), path in a.runs:
-        runs.setdefault(model, {})[seed] = path
-    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output)
-
-
-def cmd_lengths(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import bleu_by_length
-
-    bleu_by_length(a.sources, a.references, dict(a.systems), a.edges, a.resamples, a.testset, a.output)
-
-
-def cmd_reliance(a: argparse.Namespace) -> None:
-    from mixnmt.reliance import source_reliance
-
-    source_reliance(_loaded(a), tuple(a.valid), a.seed, a.max_tokens, a.output, a.use)
-
-
-def cmd_speed(a: argparse.Namespace) -> None:
-    from mixnmt.config import config_section
-    from mixnmt.decode import DecodeConfig
-    from mixnmt.speed import measure_speed
-
-    config = config_section(DecodeConfig, "decode", a.config)
-    measure_speed(_loaded(a), a.input, a.output, config, a.sentences)
-
-
-def cmd_analyse(a: argparse.Namespace) -> None:
-    from mixnmt.analysis import analyse
-
-    analyse(_loaded(a), a.input, a.translation, a.references, a.sentences, a.output)
-
-
-def cmd_table(a: argparse.Namespace) -> None:
-    from mixnmt.files import write_table
-    from mixnmt.provenance import stamped
-    from mixnmt.tables import TABLES
-
-    table = TABLES[a.name]
-    write_table(a.output, stamped(table.build(**_load_inputs(a, table.inputs))))
-
-
-def cmd_plot(a: argparse.Namespace) -> None:
-    from mixnmt.figures import FIGURES
-    from mixnmt.plots import save
-
-    figure = FIGURES[a.name]
-    save(figure(**_load_inputs(a, figure.inputs)), a.output)
-
-
-def cmd_report(a: argparse.Namespace) -> None:
-    from mixnmt.report import ReportInputs, write_report
-
-    figures = {path.stem: path for path in a.figures}
-    tables = {path.stem: path for path in a.tables}
-    inputs = ReportInputs(a.scores, a.significance, a.lengths, a.manifests, figures, tables, a.captions)
-    write_report(a.output, a.experiment, a.config, inputs)
-
-
 def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
     """One required option per input kind of a figure or table."""
     from mixnmt.inputs import INPUTS
@@ -258,23 +99,21 @@ def _add_bootstrap(s: argparse.ArgumentParser) -> None:
     )
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mixnmt", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, func, help: str) -> argparse.ArgumentParser:
-        s = sub.add_parser(name, help=help, description=help)
-        s.set_defaults(func=func)
-        return s
-
-    s = command("download", cmd_download, "fetch one dataset file and verify its size and sha256")
+def download_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("base", help="base address: http(s):// or file:// URL, or a local folder")
     s.add_argument("output", type=Path, help="destination; its name is the file fetched from BASE")
     s.add_argument("--sha256", required=True, help="expected sha256 of the file")
     s.add_argument("--size", type=int, required=True, help="expected size in bytes: never more is written")
     s.add_argument("--retries", type=int, default=4, help="retries after transient failures")
 
-    s = command("prepare", cmd_prepare, "decode, normalise and check a parallel corpus")
+
+def cmd_download(a: argparse.Namespace) -> None:
+    from mixnmt.download import download, source_url
+
+    download(source_url(a.base, a.output.name), a.output, a.sha256, a.size, retries=a.retries)
+
+
+def prepare_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("src", type=Path)
     s.add_argument("tgt", type=Path)
     s.add_argument("src_out", type=Path)
@@ -283,7 +122,14 @@ def parser() -> argparse.ArgumentParser:
         "--max-words", type=int, help="drop empty pairs and pairs longer than this (training data)"
     )
 
-    s = command("spm-train", cmd_spm_train, "train a SentencePiece model")
+
+def cmd_prepare(a: argparse.Namespace) -> None:
+    from mixnmt.data import prepare
+
+    prepare(a.src, a.tgt, a.src_out, a.tgt_out, max_words=a.max_words)
+
+
+def spm_train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--input", type=Path, nargs="+", required=True, help="training text file(s)")
     s.add_argument("--model", type=Path, required=True, help="output .model file")
     s.add_argument("--vocab-size", type=int, required=True)
@@ -291,12 +137,34 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--character-coverage", type=float, default=1.0)
     s.add_argument("--seed", type=int, default=1)
 
-    s = command("spm-encode", cmd_spm_encode, "encode a text file into lines of token ids")
+
+def cmd_spm_train(a: argparse.Namespace) -> None:
+    from mixnmt import tokenize
+
+    tokenize.train(a.input, a.model, a.vocab_size, a.model_type, a.character_coverage, a.seed)
+
+
+def spm_encode_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", type=Path, required=True)
     s.add_argument("input", type=Path)
     s.add_argument("output", type=Path)
 
-    s = command("train", cmd_train, "train one model and keep its best checkpoint")
+
+def cmd_spm_encode(a: argparse.Namespace) -> None:
+    from mixnmt.tokenize import encode_file
+
+    encode_file(a.model, a.input, a.output)
+
+
+def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
+    """The inputs of a figure or table, read from their `--<kind>` options."""
+    from mixnmt.inputs import INPUTS
+
+    values = {kind: getattr(a, kind) for kind in kinds}
+    return {kind: INPUTS[kind].load(dict(v) if INPUTS[kind].per_model else v) for kind, v in values.items()}
+
+
+def train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", required=True, metavar="NAME", help="the model's name in the config")
     s.add_argument("--entry", "--hparams", type=_json, default={}, help=ENTRY)
     s.add_argument("--config", type=_json, default={}, help="JSON: the training settings")
@@ -311,7 +179,30 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--state", type=Path, required=True, help="resumable state, kept only while training")
     s.add_argument("--threads", type=int)
 
-    s = command("translate", cmd_translate, "translate source ids, or raw text with --text")
+
+def cmd_train(a: argparse.Namespace) -> None:
+    from mixnmt.config import config_section
+    from mixnmt.stopping import record_stop_signals
+    from mixnmt.train import TrainConfig, TrainFiles, train
+
+    stop_requested = record_stop_signals()  # until the process exits
+
+    _set_threads(a.threads)
+    files = TrainFiles(
+        tuple(a.train), tuple(a.valid), tuple(a.spm), a.checkpoint, a.metrics, a.manifest, a.state
+    )
+    train(a.model, a.entry, config_section(TrainConfig, "train", a.config), files, stop_requested)
+
+
+def _loaded(a: argparse.Namespace) -> Inference:
+    """The trained model that `_add_trained_model`'s options name, checked and loaded."""
+    from mixnmt.checkpoint import load_for_inference
+
+    _set_threads(a.threads)
+    return load_for_inference(a.checkpoint, tuple(a.spm), a.model, a.entry)
+
+
+def translate_arguments(s: argparse.ArgumentParser) -> None:
     _add_trained_model(s, name_required=False)
     s.add_argument("--config", type=_json, help="JSON: the decoding settings")
     s.add_argument(
@@ -328,7 +219,31 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
     s.add_argument("output", type=Path, nargs="?", help="translations (with --text, - or none: stdout)")
 
-    s = command("score", cmd_score, "BLEU, chrF and lowercased BLEU of a translation against its references")
+
+def cmd_translate(a: argparse.Namespace) -> None:
+    from mixnmt.config import config_section
+    from mixnmt.decode import DecodeConfig
+    from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
+
+    config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
+    stdio = {None, Path("-")}
+    if a.text and a.manifest:
+        raise MixnmtError("--manifest records a translated file of source ids; not with --text")
+    if not a.text and (a.input in stdio or a.output in stdio):
+        raise MixnmtError(
+            "source ids come from a file and go to a file (INPUT and OUTPUT); "
+            "for text on standard input or output, add --text"
+        )
+    translator = Translator(_loaded(a), config)
+    if a.text:
+        translate_text(
+            translator, None if a.input in stdio else a.input, None if a.output in stdio else a.output
+        )
+    else:
+        translate_file(translator, a.input, a.output, a.manifest)
+
+
+def score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", required=True)
     s.add_argument("--testset", required=True)
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
@@ -336,7 +251,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("references", type=Path)
     s.add_argument("output", type=Path)
 
-    s = command("aggregate", cmd_aggregate, "the score table: scores, intervals, p-values, runs")
+
+def cmd_score(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import score
+
+    score(a.hypotheses, a.references, a.output, a.model, a.testset, a.seed)
+
+
+def aggregate_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--scores", type=Path, nargs="+", required=True, help="JSON files of `mixnmt score`")
     s.add_argument("--significance", type=Path, nargs="+", required=True, help="`mixnmt significance` files")
     s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
@@ -345,15 +267,30 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--markdown", type=Path, required=True, help="the same table as Markdown")
     s.add_argument("--metrics", type=Path, required=True, help="the numbers as JSON, for `dvc metrics`")
 
-    s = command("significance", cmd_significance, "paired bootstrap of every system against a baseline")
+
+def cmd_aggregate(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import aggregate
+    from mixnmt.files import write_text
+    from mixnmt.report import markdown_scores
+
+    table, tests = aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.metrics)
+    write_text(a.markdown, markdown_scores(table, tests))
+
+
+def significance_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True)
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--baseline", required=True, help="name of the baseline system")
     _add_bootstrap(s)
 
-    s = command(
-        "contrasts", cmd_contrasts, "each contrast A:B (B against A) over seeds, with Holm's correction"
-    )
+
+def cmd_significance(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import significance
+
+    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.seed, a.output)
+
+
+def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True)
     s.add_argument("--references", type=Path, required=True)
     s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
@@ -366,7 +303,17 @@ def parser() -> argparse.ArgumentParser:
         "runs", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
     )
 
-    s = command("lengths", cmd_lengths, "BLEU per source-length bucket")
+
+def cmd_contrasts(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import contrasts
+
+    runs: dict[str, dict[int, Path]] = {}
+    for (model, seed), path in a.runs:
+        runs.setdefault(model, {})[seed] = path
+    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output)
+
+
+def lengths_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True)
     s.add_argument("--sources", type=Path, required=True, help="source text")
     s.add_argument("--references", type=Path, required=True)
@@ -377,16 +324,14 @@ def parser() -> argparse.ArgumentParser:
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
     )
 
-    s = command("speed", cmd_speed, "decoding speed, greedy and beam, and peak memory")
-    _add_trained_model(s, name_required=True)
-    s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
-    s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
-    s.add_argument("input", type=Path, help="source ids")
-    s.add_argument("output", type=Path)
 
-    s = command(
-        "reliance", cmd_reliance, "how much the true source raises validation tokens' probability over others"
-    )
+def cmd_lengths(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import bleu_by_length
+
+    bleu_by_length(a.sources, a.references, dict(a.systems), a.edges, a.resamples, a.testset, a.output)
+
+
+def reliance_arguments(s: argparse.ArgumentParser) -> None:
     _add_trained_model(s, name_required=True)
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
@@ -396,7 +341,31 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("output", type=Path, help="TSV")
 
-    s = command("analyse", cmd_analyse, "alignments and mixture responsibilities of a model")
+
+def cmd_reliance(a: argparse.Namespace) -> None:
+    from mixnmt.reliance import source_reliance
+
+    source_reliance(_loaded(a), tuple(a.valid), a.seed, a.max_tokens, a.output, a.use)
+
+
+def speed_arguments(s: argparse.ArgumentParser) -> None:
+    _add_trained_model(s, name_required=True)
+    s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
+    s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
+    s.add_argument("input", type=Path, help="source ids")
+    s.add_argument("output", type=Path)
+
+
+def cmd_speed(a: argparse.Namespace) -> None:
+    from mixnmt.config import config_section
+    from mixnmt.decode import DecodeConfig
+    from mixnmt.speed import measure_speed
+
+    config = config_section(DecodeConfig, "decode", a.config)
+    measure_speed(_loaded(a), a.input, a.output, config, a.sentences)
+
+
+def analyse_arguments(s: argparse.ArgumentParser) -> None:
     _add_trained_model(s, name_required=True)
     s.add_argument("--translation", type=Path, required=True, help="the model's translation of INPUT")
     s.add_argument("--references", type=Path, required=True, help="the reference text of INPUT")
@@ -404,21 +373,52 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Path)
 
-    from mixnmt.figures import FIGURES
+
+def cmd_analyse(a: argparse.Namespace) -> None:
+    from mixnmt.analysis import analyse
+
+    analyse(_loaded(a), a.input, a.translation, a.references, a.sentences, a.output)
+
+
+def _members(s: argparse.ArgumentParser, registry: dict, metavar: str, output: str) -> None:
+    """One subcommand per member of a registry (TABLES, FIGURES), with the inputs it declares."""
+    members = s.add_subparsers(dest="name", required=True, metavar=metavar)
+    for name, spec in registry.items():
+        m = members.add_parser(name, help=spec.help, description=spec.help)
+        _add_inputs(m, spec.inputs)
+        m.add_argument("--output", type=Path, required=True, help=output)
+
+
+def table_arguments(s: argparse.ArgumentParser) -> None:
     from mixnmt.tables import TABLES
 
-    for group, func, registry, help, output in (
-        ("table", cmd_table, TABLES, "build one of the study's tables", "TSV"),
-        ("plot", cmd_plot, FIGURES, "draw one of the study's figures", "PNG; the SVG goes next to it"),
-    ):
-        s = command(group, func, help)
-        members = s.add_subparsers(dest="name", required=True, metavar=group.upper())
-        for name, spec in registry.items():
-            m = members.add_parser(name, help=spec.help, description=spec.help)
-            _add_inputs(m, spec.inputs)
-            m.add_argument("--output", type=Path, required=True, help=output)
+    _members(s, TABLES, "TABLE", "TSV")
 
-    s = command("report", cmd_report, "the self-contained HTML report")
+
+def cmd_table(a: argparse.Namespace) -> None:
+    from mixnmt.files import write_table
+    from mixnmt.provenance import stamped
+    from mixnmt.tables import TABLES
+
+    table = TABLES[a.name]
+    write_table(a.output, stamped(table.build(**_load_inputs(a, table.inputs))))
+
+
+def plot_arguments(s: argparse.ArgumentParser) -> None:
+    from mixnmt.figures import FIGURES
+
+    _members(s, FIGURES, "PLOT", "PNG; the SVG goes next to it")
+
+
+def cmd_plot(a: argparse.Namespace) -> None:
+    from mixnmt.figures import FIGURES
+    from mixnmt.plots import save
+
+    figure = FIGURES[a.name]
+    save(figure(**_load_inputs(a, figure.inputs)), a.output)
+
+
+def report_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--experiment", required=True)
     s.add_argument("--config", type=_json, required=True, help="JSON: the configuration used")
     s.add_argument("--scores", type=Path, required=True)
@@ -429,6 +429,69 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tables", type=Path, nargs="+", required=True, help="TSV files, named by table")
     s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
     s.add_argument("--output", type=Path, required=True)
+
+
+def cmd_report(a: argparse.Namespace) -> None:
+    from mixnmt.report import ReportInputs, write_report
+
+    figures = {path.stem: path for path in a.figures}
+    tables = {path.stem: path for path in a.tables}
+    inputs = ReportInputs(a.scores, a.significance, a.lengths, a.manifests, figures, tables, a.captions)
+    write_report(a.output, a.experiment, a.config, inputs)
+
+
+class Command(NamedTuple):
+    """A `mixnmt` subcommand: what it runs, the arguments it takes, and its one-line help."""
+
+    run: Callable[[argparse.Namespace], None]
+    arguments: Callable[[argparse.ArgumentParser], None]
+    help: str
+
+
+COMMANDS: dict[str, Command] = {
+    "download": Command(
+        cmd_download, download_arguments, "fetch one dataset file and verify its size and sha256"
+    ),
+    "prepare": Command(cmd_prepare, prepare_arguments, "decode, normalise and check a parallel corpus"),
+    "spm-train": Command(cmd_spm_train, spm_train_arguments, "train a SentencePiece model"),
+    "spm-encode": Command(cmd_spm_encode, spm_encode_arguments, "encode a text file into lines of token ids"),
+    "train": Command(cmd_train, train_arguments, "train one model and keep its best checkpoint"),
+    "translate": Command(cmd_translate, translate_arguments, "translate source ids, or raw text with --text"),
+    "score": Command(
+        cmd_score, score_arguments, "BLEU, chrF and lowercased BLEU of a translation against its references"
+    ),
+    "aggregate": Command(
+        cmd_aggregate, aggregate_arguments, "the score table: scores, intervals, p-values, runs"
+    ),
+    "significance": Command(
+        cmd_significance, significance_arguments, "paired bootstrap of every system against a baseline"
+    ),
+    "contrasts": Command(
+        cmd_contrasts,
+        contrasts_arguments,
+        "each contrast A:B (B against A) over seeds, with Holm's correction",
+    ),
+    "lengths": Command(cmd_lengths, lengths_arguments, "BLEU per source-length bucket"),
+    "speed": Command(cmd_speed, speed_arguments, "decoding speed, greedy and beam, and peak memory"),
+    "reliance": Command(
+        cmd_reliance,
+        reliance_arguments,
+        "how much the true source raises validation tokens' probability over others",
+    ),
+    "analyse": Command(cmd_analyse, analyse_arguments, "alignments and mixture responsibilities of a model"),
+    "table": Command(cmd_table, table_arguments, "build one of the study's tables"),
+    "plot": Command(cmd_plot, plot_arguments, "draw one of the study's figures"),
+    "report": Command(cmd_report, report_arguments, "the self-contained HTML report"),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mixnmt", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        s = sub.add_parser(name, help=command.help, description=command.help)
+        s.set_defaults(func=command.run)
+        command.arguments(s)
     return p
 
 

@@ -105,8 +105,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
             best_score = torch.maximum(best_score, cand_best)
         finished += final.sum(1)
         # The K best non-EOS candidates continue.
-        keep_scores, keep = top_scores.masked_fill(is_eos, -math.inf).topk(k, dim=1)  # (B, K)
-        scores = keep_scores
+        scores, keep = top_scores.masked_fill(is_eos, -math.inf).topk(k, dim=1)  # (B, K)
         origin = origin.gather(1, keep)
         y = token.gather(1, keep).flatten()
         history = torch.cat([history.gather(1, origin[..., None].expand(-1, -1, t)), y.view(b, k, 1)], 2)
@@ -118,12 +117,8 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
             live = searching.nonzero().flatten()
             rows = (offsets[live] + torch.arange(k, device=device)).flatten()
             state, y, limit = reorder(state, rows), y[rows], limit[rows]
-            scores, history, best_score, finished = (
-                scores[live],
-                history[live],
-                best_score[live],
-                finished[live],
-            )
+            scores, history = scores[live], history[live]
+            best_score, finished = best_score[live], finished[live]
             sentence = [sentence[i] for i in live.tolist()]
             b = len(sentence)
             offsets = torch.arange(b, device=device)[:, None] * k

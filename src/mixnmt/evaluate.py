@@ -270,6 +270,35 @@ def bleu_by_length(
     return table
 
 
+def _runs(manifests: list[Path]) -> pd.DataFrame:
+    """Per model and seed: its size, steps and the commit that trained it."""
+    columns = ["model", "seed", "params", "params_no_embeddings", "steps", "train_commit"]
+    rows = [
+        [m["model"], m["train"]["seed"], *(m[k] for k in columns[2:5]), version(m["git"])]
+        for m in map(read_json, manifests)
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _bootstrap(tests: list[dict]) -> pd.DataFrame:
+    """Per model, seed and test set: the intervals and p-values of sacreBLEU's paired bootstrap."""
+    rows = [
+        {"seed": t["seed"], **{k: v for k, v in row.items() if k not in ("bleu", "chrf")}}
+        for t in tests
+        for row in t["systems"]
+    ]
+    stats = ["bleu_ci", "bleu_p", "chrf_ci", "chrf_p", "ter", "ter_ci", "ter_p"]
+    return pd.DataFrame(rows, columns=["model", "seed", "testset", *stats])
+
+
+def _overall_reliance(reliances: list[Path]) -> pd.DataFrame:
+    """Per model and seed: source reliance over all validation tokens (position 0)."""
+    keys = ["model", "seed"]
+    empty = pd.DataFrame(columns=[*keys, "position", "difference"])
+    table = pd.concat(map(read_table, reliances)) if reliances else empty
+    return table[table.position == 0][[*keys, "difference"]].rename(columns={"difference": "reliance"})
+
+
 def aggregate(
     scores: list[Path],
     significances: list[Path],
@@ -286,42 +315,12 @@ def aggregate(
     {testset: {model: {metric: mean over seeds}}} for `dvc metrics`. Returns the table and
     the significance tests it read."""
     keys = ["model", "seed"]
-    runs = pd.DataFrame(
-        [
-            {
-                "model": m["model"],
-                "seed": m["train"]["seed"],
-                "params": m["params"],
-                "params_no_embeddings": m["params_no_embeddings"],
-                "steps": m["steps"],
-                "train_commit": version(m["git"]),
-            }
-            for m in map(read_json, manifests)
-        ],
-        columns=[*keys, "params", "params_no_embeddings", "steps", "train_commit"],
-    )
     tests = [read_json(path) for path in significances]
-    bootstrap = pd.DataFrame(
-        [
-            {"seed": t["seed"], **{k: v for k, v in row.items() if k not in ("bleu", "chrf")}}
-            for t in tests
-            for row in t["systems"]
-        ],
-        columns=[*keys, "testset", "bleu_ci", "bleu_p", "chrf_ci", "chrf_p", "ter", "ter_ci", "ter_p"],
-    )
-    reliance = (
-        pd.concat(map(read_table, reliances))
-        if reliances
-        else pd.DataFrame(columns=[*keys, "position", "difference"])
-    )
-    overall = reliance[reliance.position == 0][[*keys, "difference"]].rename(
-        columns={"difference": "reliance"}
-    )
     table = (
         pd.DataFrame([read_json(path) for path in scores])
-        .merge(bootstrap, on=[*keys, "testset"], how="left")
-        .merge(overall, on=keys, how="left")
-        .merge(runs, on=keys, how="left")
+        .merge(_bootstrap(tests), on=[*keys, "testset"], how="left")
+        .merge(_overall_reliance(reliances), on=keys, how="left")
+        .merge(_runs(manifests), on=keys, how="left")
         .sort_values(["testset", "model", "seed"])
         .reset_index(drop=True)
     )

@@ -98,6 +98,12 @@ class Progress:
     best_epoch: int = 0
     best_step: int = 0
 
+    def add_time(self, seconds: float) -> None:
+        """A training step's time, counted in the epoch's, the steps' and the run's."""
+        self.epoch_seconds += seconds
+        self.train_seconds += seconds
+        self.seconds += seconds
+
 
 class NonFiniteLoss(Exception):
     def __init__(self, value: float, step: int):
@@ -331,29 +337,47 @@ class Trainer:
         return chosen
 
 
-def save_state(path: Path, trainer: Trainer, fingerprint: dict[str, Any]) -> int:
-    """Save the trainer's state (raising NonFiniteLoss instead if it is spoilt); its step."""
-    checkpoint.write(path, {"format": checkpoint.FORMAT, "fingerprint": fingerprint, **trainer.state_dict()})
-    log.info("saved the training state at step %d to %s", trainer.progress.step, path)
-    return trainer.progress.step
+@dataclass
+class StateFile:
+    """Where one run's resumable state lives, and the fingerprint it must carry to be
+    this run's (model, settings, vocabularies and the inputs' digests)."""
 
+    path: Path
+    fingerprint: dict[str, Any]
+    saved: int | None = None  # the step of the last state saved or resumed
 
-def load_state(path: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
-    """The saved state of this very run, if there is one; a stale one is ignored, an
-    unreadable one moved aside to `<path>.unreadable`."""
-    if not path.exists():
-        return None
-    try:
-        state = checkpoint.read(path)
-    except MixnmtError as e:  # truncated or corrupt: kept for a look, out of the way
-        aside = path.with_name(f"{path.name}.unreadable")
-        path.replace(aside)
-        log.warning("%s; moved it to %s and starting afresh", e, aside)
-        return None
-    if state.get("fingerprint") != fingerprint:
-        log.warning("%s belongs to a different run (config, data or code changed); starting afresh", path)
-        return None
-    return state
+    def save(self, trainer: Trainer) -> None:
+        """Save the trainer's state (raising NonFiniteLoss instead if it is spoilt)."""
+        state = {"format": checkpoint.FORMAT, "fingerprint": self.fingerprint, **trainer.state_dict()}
+        checkpoint.write(self.path, state)
+        self.saved = trainer.progress.step
+        log.info("saved the training state at step %d to %s", self.saved, self.path)
+
+    def resume(self, trainer: Trainer) -> bool:
+        """Load this very run's saved state into the trainer, if there is one; a stale one
+        is ignored, an unreadable one moved aside to `<path>.unreadable`."""
+        if not self.path.exists():
+            return False
+        try:
+            state = checkpoint.read(self.path)
+        except MixnmtError as e:  # truncated or corrupt: kept for a look, out of the way
+            aside = self.path.with_name(f"{self.path.name}.unreadable")
+            self.path.replace(aside)
+            log.warning("%s; moved it to %s and starting afresh", e, aside)
+            return False
+        if state.get("fingerprint") != self.fingerprint:
+            log.warning(
+                "%s belongs to a different run (config, data or code changed); starting afresh", self.path
+            )
+            return False
+        trainer.load_state_dict(state)
+        self.saved = trainer.progress.step
+        log.info("resuming from %s at epoch %d, step %d", self.path, trainer.progress.epoch, self.saved)
+        return True
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+        remove_leftovers(self.path)
 
 
 def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -366,86 +390,39 @@ def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
     write_lines(path, ["\t".join(columns)] + ["\t".join(fmt(r[k]) for k in columns) for r in rows])
 
 
-def fit(
-    trainer: Trainer,
-    name: str,
-    train_data: ParallelData,
-    valid_data: ParallelData,
-    valid_bleu: ValidationBleu,
-    files: TrainFiles,
-    fingerprint: dict[str, Any],
-    stop_requested: StopRequested,
-) -> None:
-    """Train until the epoch or step budget is spent, saving the state as it goes and
-    stopping after the step in which `stop_requested` names a signal."""
-    config, p = trainer.config, trainer.progress
-    saved = p.step or None  # the step of the last state saved (a resumed run's own)
-    while not trainer.finished:
-        batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
-        progress_bar = tqdm(
-            batches[p.position :],
-            desc=f"{name} epoch {p.epoch}",
-            initial=p.position,
-            total=len(batches),
-            file=sys.stderr,
-            mininterval=1 if sys.stderr.isatty() else 30,
-            leave=False,
-        )
-        try:
-            for indices in progress_bar:
-                start = time.perf_counter()
-                trainer.train_step(train_data.collate(indices))
-                if p.step % SETTLE_EVERY == 0:
-                    trainer.settle()
-                    progress_bar.set_postfix(loss=f"{p.loss_sum / max(p.tokens, 1):.3f}", refresh=False)
-                elapsed = time.perf_counter() - start
-                p.epoch_seconds += elapsed
-                p.train_seconds += elapsed
-                p.seconds += elapsed
-                if sig := stop_requested():
-                    log.warning("stopping for %s", sig.name)
-                    save_state(files.state, trainer, fingerprint)
-                    raise MixnmtError(
-                        f"{name}: interrupted at step {p.step}; state saved to {files.state}; "
-                        "run the same command again to resume"
-                    )
-                if p.step % config.save_every == 0:
-                    saved = save_state(files.state, trainer, fingerprint)
-                if trainer.finished:
-                    break
-            trainer.settle()
-        except NonFiniteLoss as e:
-            last = (
-                f"the last good state (step {saved}) is in {files.state}" if saved else "no state was saved"
-            )
-            raise MixnmtError(
-                f"{name}: the training loss became {e.value} at step {e.step}; {last}; "
-                "lower train.lr or raise train.warmup"
-            ) from None
-        progress_bar.close()
-        start = time.perf_counter()
-        valid_loss, usage = validate(
-            trainer.model, valid_data, config.max_tokens, trainer.device, trainer.dtype
-        )
-        bleu = valid_bleu(trainer.model)
-        p.seconds += time.perf_counter() - start
-        row = trainer.end_epoch(valid_loss, bleu, usage)
-        log.info("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
-        saved = save_state(files.state, trainer, fingerprint)
+@dataclass
+class Run:
+    """What `prepare` makes of a config entry and the files: the model, its data, and what
+    identifies the run."""
+
+    name: str
+    arch: str
+    hparams: dict[str, Any]
+    model: Seq2Seq
+    vocab: dict[str, Any]
+    train_data: ParallelData
+    valid_data: ParallelData
+    valid_bleu: ValidationBleu
+    digests: dict[str, str]  # path -> sha256 of every input file
+    params: tuple[int, int]  # with and without embeddings
+    device: torch.device
+
+    def fingerprint(self, config: TrainConfig) -> dict[str, Any]:
+        """What a saved state must match to be this run's: everything but `save_every`."""
+        settings = {k: v for k, v in asdict(config).items() if k != "save_every"}
+        return {
+            "model": self.name,
+            "arch": self.arch,
+            "hparams": self.hparams,
+            "train": settings,
+            "vocab": self.vocab,
+            "inputs": self.digests,
+        }
 
 
-def train(
-    name: str,
-    entry: dict | None,
-    config: TrainConfig,
-    files: TrainFiles,
-    stop_requested: StopRequested | None = None,
-) -> None:
-    """Train model `name` of config entry `entry` (`models.<name>`), resuming a saved
-    state of the same run if there is one, and write its best checkpoint, per-epoch
-    metrics, and the run manifest. SIGTERM or SIGINT (or, if given, what
-    `stop_requested` records) stops training after the current step, with the state saved."""
-    determinism.setup(config.seed, config.deterministic)
+def prepare(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles) -> Run:
+    """Build model `name` of config entry `entry` on this machine's device and load its
+    data and vocabularies."""
     device = pick_device()
     src_tok, tgt_tok = Tokenizer(files.spm[0]), Tokenizer(files.spm[1])
     shared = Path(files.spm[0]).resolve() == Path(files.spm[1]).resolve()
@@ -460,63 +437,146 @@ def train(
     train_data, valid_data = ParallelData.load(*files.train, sizes), ParallelData.load(*files.valid, sizes)
     if not len(train_data) or not len(valid_data):
         raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
-    n_params, n_params_no_embeddings = parameter_counts(model)
-    log.info("%s: %d parameters on %s (autocast %s)", name, n_params, device, autocast_dtype(device))
+    params = parameter_counts(model)
+    log.info("%s: %d parameters on %s (autocast %s)", name, params[0], device, autocast_dtype(device))
+    return Run(
+        name,
+        arch,
+        hparams,
+        model,
+        vocab,
+        train_data,
+        valid_data,
+        ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device),
+        {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]},
+        params,
+        device,
+    )
 
-    digests = {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]}
-    settings = {k: v for k, v in asdict(config).items() if k != "save_every"}
-    fingerprint = {
-        "model": name,
-        "arch": arch,
-        "hparams": hparams,
-        "train": settings,
-        "vocab": vocab,
-        "inputs": digests,
-    }
-    trainer = Trainer(model, config, device)
-    state = load_state(files.state, fingerprint)
-    if state is not None:
-        trainer.load_state_dict(state)
-        log.info(
-            "resuming from %s at epoch %d, step %d",
-            files.state,
-            trainer.progress.epoch,
-            trainer.progress.step,
-        )
-    else:
-        batches = train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, 1))
-        log.info(
-            "%d batches per epoch, %.1f%% padding", len(batches), 100 * padding_fraction(train_data, batches)
-        )
 
-    valid_bleu = ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device)
+def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopRequested) -> None:
+    """The rest of the current epoch's steps, saving the state every `save_every` steps
+    and stopping after the step in which `stop_requested` names a signal."""
+    config, p = trainer.config, trainer.progress
+    batches = run.train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
+    progress_bar = tqdm(
+        batches[p.position :],
+        desc=f"{run.name} epoch {p.epoch}",
+        initial=p.position,
+        total=len(batches),
+        file=sys.stderr,
+        mininterval=1 if sys.stderr.isatty() else 30,
+        leave=False,
+    )
+    try:
+        for indices in progress_bar:
+            start = time.perf_counter()
+            trainer.train_step(run.train_data.collate(indices))
+            if p.step % SETTLE_EVERY == 0:
+                trainer.settle()
+                progress_bar.set_postfix(loss=f"{p.loss_sum / max(p.tokens, 1):.3f}", refresh=False)
+            p.add_time(time.perf_counter() - start)
+            if sig := stop_requested():
+                log.warning("stopping for %s", sig.name)
+                state.save(trainer)
+                raise MixnmtError(
+                    f"{run.name}: interrupted at step {p.step}; state saved to {state.path}; "
+                    "run the same command again to resume"
+                )
+            if p.step % config.save_every == 0:
+                state.save(trainer)
+            if trainer.finished:
+                break
+        trainer.settle()
+    except NonFiniteLoss as e:
+        last = (
+            f"the last good state (step {state.saved}) is in {state.path}"
+            if state.saved
+            else "no state was saved"
+        )
+        raise MixnmtError(
+            f"{run.name}: the training loss became {e.value} at step {e.step}; {last}; "
+            "lower train.lr or raise train.warmup"
+        ) from None
+    progress_bar.close()
+
+
+def fit(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopRequested) -> None:
+    """Train until the epoch or step budget is spent: each epoch, its steps, then
+    validation, metrics and a saved state."""
+    p = trainer.progress
+    while not trainer.finished:
+        train_epoch(trainer, run, state, stop_requested)
+        start = time.perf_counter()
+        valid_loss, usage = validate(
+            trainer.model, run.valid_data, trainer.config.max_tokens, trainer.device, trainer.dtype
+        )
+        bleu = run.valid_bleu(trainer.model)
+        p.seconds += time.perf_counter() - start
+        row = trainer.end_epoch(valid_loss, bleu, usage)
+        log.info("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+        state.save(trainer)
+
+
+def finish(trainer: Trainer, run: Run, files: TrainFiles) -> None:
+    """Write the weights to ship (best epoch or average), the per-epoch metrics and the
+    run's manifest."""
+    p, config = trainer.progress, trainer.config
+    chosen = trainer.final_weights(run.valid_data)
+    checkpoint.save(
+        files.checkpoint,
+        run.name,
+        run.arch,
+        run.hparams,
+        run.model,
+        run.vocab,
+        params=run.params[0],
+        **chosen,
+    )
+    peak = peak_memory_mb(run.device)
+    record = manifest(
+        run.digests,
+        run.device,
+        model=run.name,
+        arch=run.arch,
+        checkpoint={"path": str(files.checkpoint), "sha256": sha256sum(files.checkpoint)},
+        params=run.params[0],
+        params_no_embeddings=run.params[1],
+        hparams=run.hparams,
+        train=asdict(config),
+        steps=p.step,
+        best=chosen,
+        seconds=p.seconds,
+        tokens_per_s=p.trained_tokens / p.train_seconds,
+        peak_memory=peak,
+    )
+    write_metrics(files.metrics, p.rows)
+    write_json(files.manifest, record)
+    log.info("%s: kept %s -> %s; peak memory %s", run.name, chosen, files.checkpoint, peak)
+
+
+def train(
+    name: str,
+    entry: dict | None,
+    config: TrainConfig,
+    files: TrainFiles,
+    stop_requested: StopRequested | None = None,
+) -> None:
+    """Train model `name` of config entry `entry` (`models.<name>`), resuming a saved
+    state of the same run if there is one, and write its best checkpoint, per-epoch
+    metrics, and the run manifest. SIGTERM or SIGINT (or, if given, what
+    `stop_requested` records) stops training after the current step, with the state saved."""
+    determinism.setup(config.seed, config.deterministic)
+    run = prepare(name, entry, config, files)
+    state = StateFile(files.state, run.fingerprint(config))
+    trainer = Trainer(run.model, config, run.device)
+    if not state.resume(trainer):
+        batches = run.train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, 1))
+        padding = 100 * padding_fraction(run.train_data, batches)
+        log.info("%d batches per epoch, %.1f%% padding", len(batches), padding)
     # While training, a signal stops after the current step; once the budget is spent,
     # the outputs are written first.
     with stop_requests(stop_requested) as requested:
-        fit(trainer, name, train_data, valid_data, valid_bleu, files, fingerprint, requested)
-
-        p = trainer.progress
-        chosen = trainer.final_weights(valid_data)
-        checkpoint.save(files.checkpoint, name, arch, hparams, model, vocab, params=n_params, **chosen)
-        peak = peak_memory_mb(device)
-        run = manifest(
-            digests,
-            device,
-            model=name,
-            arch=arch,
-            checkpoint={"path": str(files.checkpoint), "sha256": sha256sum(files.checkpoint)},
-            params=n_params,
-            params_no_embeddings=n_params_no_embeddings,
-            hparams=hparams,
-            train=asdict(config),
-            steps=p.step,
-            best=chosen,
-            seconds=p.seconds,
-            tokens_per_s=p.trained_tokens / p.train_seconds,
-            peak_memory=peak,
-        )
-        write_metrics(files.metrics, p.rows)
-        write_json(files.manifest, run)
-        files.state.unlink(missing_ok=True)
-        remove_leftovers(files.state)
-        log.info("%s: kept %s -> %s; peak memory %s", name, chosen, files.checkpoint, peak)
+        fit(trainer, run, state, requested)
+        finish(trainer, run, files)
+        state.remove()
