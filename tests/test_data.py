@@ -42,6 +42,24 @@ def test_prepare_keeps_every_test_line_in_order(tmp_path):
     assert read_lines(tmp_path / "o.de") == ["1", "", "3", ""]
 
 
+@pytest.mark.parametrize("shown", [[0, 4], [1], [-1]])
+def test_the_sentences_the_analysis_shows_are_checked_with_the_test_data(tmp_path, capsys, shown):
+    """analysis.sentences past the first test set, or on an empty line, is refused when the
+    test set is prepared, before any model is trained (it failed in the last jobs)."""
+    src = write(tmp_path / "test.en", ["first", "", "third", "last"])
+    tgt = write(tmp_path / "test.de", ["1", "2", "3", "4"])
+    out = tmp_path / "out"
+    args = ["prepare", str(src), str(tgt), str(out / "test.en"), str(out / "test.de"), "--shown"]
+    assert main([*args, *map(str, shown)]) == 1
+    bad = next(i for i in shown if not 0 <= i < 4 or i == 1)
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"mixnmt prepare: error: analysis.sentences: {bad} is not a non-empty line of {src} "
+        "(4 lines, counted from 0)"
+    )
+    assert not out.exists() or not any(out.iterdir())
+    assert main([*args, "0", "2", "3"]) == 0
+
+
 def test_line_count_mismatch_is_a_one_line_error_without_output(tmp_path, capsys):
     src = write(tmp_path / "train.en", ["a", "b", "c"])
     tgt = write(tmp_path / "train.de", ["x", "y"])

@@ -121,12 +121,15 @@ def prepare_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--max-words", type=int, help="drop empty pairs and pairs longer than this (training data)"
     )
+    s.add_argument(
+        "--shown", type=int, nargs="+", default=[], help="indices the analysis shows (each a non-empty line)"
+    )
 
 
 def cmd_prepare(a: argparse.Namespace) -> None:
     from mixnmt.data import prepare
 
-    prepare(a.src, a.tgt, a.src_out, a.tgt_out, max_words=a.max_words)
+    prepare(a.src, a.tgt, a.src_out, a.tgt_out, max_words=a.max_words, shown=a.shown)
 
 
 def spm_train_arguments(s: argparse.ArgumentParser) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from mixnmt import MixnmtError
@@ -33,12 +34,14 @@ def prepare(
     src_out: str | Path,
     tgt_out: str | Path,
     max_words: int | None = None,
+    shown: Sequence[int] = (),
 ) -> None:
     """Decode, normalise and check a parallel corpus and write it as plain text.
 
     With `max_words` (training data) pairs with an empty side or a side longer than
     `max_words` words are dropped and counted in the log; without it (test data)
-    every line is kept, in order.
+    every line is kept, in order. `shown` are the sentences the analysis will show
+    (`analysis.sentences`): each must be a non-empty line.
     """
     src_lines, tgt_lines = read_parallel(src, tgt)
     pairs = list(zip(src_lines, tgt_lines))
@@ -63,6 +66,12 @@ def prepare(
         log.info("%s: kept all %d lines", src, len(pairs))
     if not any(s and t for s, t in pairs):
         raise MixnmtError(f"{src}, {tgt}: no sentence pairs (empty, or every pair has an empty side)")
+    for i in shown:
+        if not 0 <= i < len(pairs) or not pairs[i][0]:
+            raise MixnmtError(
+                f"analysis.sentences: {i} is not a non-empty line of {src} "
+                f"({len(pairs)} lines, counted from 0)"
+            )
     # Both files are renamed into place only after both were written.
     with atomic_path(src_out) as src_tmp, atomic_path(tgt_out) as tgt_tmp:
         put_lines(src_tmp, (s for s, _ in pairs))

@@ -132,8 +132,13 @@ def download_base(wildcards, output):
     return config["mirror"] or config["datasets"][wildcards.dataset]["url"]
 
 
-def max_words(wildcards):
-    """Filter arguments for prepare: training data is filtered, test data never."""
+def prepare_args(wildcards):
+    """Arguments for prepare: training data is filtered, test data never; the first test
+    set checks the sentences the analysis will show (before any model is trained)."""
+    if wildcards.split == TESTSETS[0]:
+        return "--shown " + " ".join(
+            str(int(i)) for i in config["analysis"]["sentences"]
+        )
     if wildcards.split in TESTSETS:
         return ""
     return f"--max-words {int(config['prepare']['max_words'])}"

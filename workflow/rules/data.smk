@@ -30,7 +30,7 @@ rule prepare:
     conda:
         "../../envs/text.yaml"
     params:
-        filter=max_words,
+        args=prepare_args,
     shell:
-        "mixnmt prepare {input.src:q} {input.tgt:q} {output.src:q} {output.tgt:q} {params.filter}"
+        "mixnmt prepare {input.src:q} {input.tgt:q} {output.src:q} {output.tgt:q} {params.args}"
         " 2> {log:q}"
