@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 import tinydata
@@ -230,6 +231,27 @@ def test_a_long_value_is_cut_short_in_the_message(workdir):
     lines = [line for line in (result.stderr + result.stdout).splitlines() if line.startswith("config: ")]
     assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("config: train.lr: [0, 1, 2")
     assert len(lines[0]) < 250, lines[0]
+
+
+@pytest.mark.slow
+def test_separate_vocabularies_run_end_to_end(workdir):
+    """spm.joint: false trains one SentencePiece model per language, and a model that
+    reads with one and writes with the other, its embeddings untied, learns the task."""
+    tinydata.write_corpus(workdir / "data" / "tiny-source")
+    separate = overlay(
+        workdir, f"spm: {{joint: false}}\nonly: [{FAST}]\nanalysis: {{baseline: {FAST}, contrasts: []}}\n"
+    )
+    out = workdir / "results" / "tiny"
+    score = out / "scores" / FAST / "seed1" / "test_a.json"
+    tiny = str(ROOT / "tests" / "tiny.yaml")
+    result = snakemake(workdir, str(score.relative_to(workdir)), "--configfile", tiny, separate)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(p.name for p in (out / "spm").glob("*.model")) == sorted(
+        f"{lang}.model" for lang in (CONFIG["src"], CONFIG["tgt"])
+    )
+    payload = torch.load(out / "checkpoints" / FAST / "seed1.pt", weights_only=True)
+    assert payload["vocab"]["shared"] is False and payload["vocab"]["src"] != payload["vocab"]["tgt"]
+    assert json.loads(score.read_text())["bleu"] > 50
 
 
 def test_a_link_planted_inside_the_experiment_folder_is_refused_before_any_job(workdir, tmp_path_factory):
