@@ -16,7 +16,7 @@ from snakemake.utils import validate
 
 from conftest import CONFIG, ROOT, TINY
 from mixnmt import MixnmtError
-from mixnmt.config import check
+from mixnmt.config import check, check_strictly
 from mixnmt.models import REGISTRY, defaults, hyperparameter_schemas, resolve
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -53,7 +53,8 @@ def test_removing_a_key_fails_naming_it_or_falls_back_to_its_documented_default(
         parent = parent[key]
     del parent[path[-1]]
     try:
-        validate(config, str(SCHEMA))
+        validate(config, str(SCHEMA))  # as the workflow checks it
+        check_strictly(config, SCHEMA)
         check(config)
     except (WorkflowError, MixnmtError) as e:
         assert f"'{path[-1]}'" in str(e) or f"{path[-1]}:" in str(e), str(e)
@@ -70,6 +71,7 @@ def test_removing_a_key_fails_naming_it_or_falls_back_to_its_documented_default(
 def test_config_yaml_is_valid_and_consistent():
     config = copy.deepcopy(CONFIG)
     validate(config, str(SCHEMA))
+    check_strictly(config, SCHEMA)
     check(config)
     assert config == CONFIG  # every key is set: no default was needed
 
@@ -167,3 +169,28 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
     short = copy.deepcopy(CONFIG) | {"seeds": [1], "only": [CONFIG["analysis"]["baseline"]]}
     assert cpu_notice({**short, "train": {**CONFIG["train"], "epochs": 3}}, cores=2) is None
     assert cpu_notice(merge(CONFIG, TINY), cores=2) is None  # 28 kB of synthetic text: minutes, not hours
+
+
+def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsys):
+    """The `train` and `decode` settings are the fields of their dataclasses: the schema's
+    sections are derived from them (the file declares none of them), and `--help` lists
+    each with its description."""
+    import dataclasses
+
+    import yaml
+
+    from mixnmt.cli import parser
+    from mixnmt.config import SETTINGS, schema
+
+    derived = schema()["properties"]
+    for section, (cls, exclude) in SETTINGS.items():
+        properties = derived[section]["properties"]
+        assert list(properties) == [f.name for f in dataclasses.fields(cls) if f.name not in exclude]
+        assert set(properties) == set(CONFIG[section]) and all(p["description"] for p in properties.values())
+        assert "properties" not in yaml.safe_load(SCHEMA.read_text())["properties"][section]
+    for command, section in (("train", "train"), ("translate", "decode"), ("speed", "decode")):
+        with pytest.raises(SystemExit):
+            parser().parse_args([command, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())
+        for name, p in derived[section]["properties"].items():
+            assert f"{name}: {p['description']}" in shown

@@ -185,9 +185,10 @@ def test_the_report_names_a_missing_input(world, capsys, tmp_path):
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("epochs", "x", "train.epochs: expected int, got 'x'"),
-        ("betas", [0.9, "a"], "train.betas: expected tuple[float, float], got [0.9, 'a']"),
-        ("max_steps", 2.5, "train.max_steps: expected int | None, got 2.5"),
+        ("epochs", "x", "train.epochs: 'x' is not of type 'integer'"),
+        ("betas", [0.9, "a"], "train.betas.1: 'a' is not of type 'number'"),
+        ("max_steps", 2.5, "train.max_steps: 2.5 is not of type 'integer', 'null'"),
+        ("lr", 0, "train.lr: 0 is less than or equal to the minimum of 0"),  # bounds: the schema's
     ],
 )
 def test_a_training_setting_of_the_wrong_type_is_named(key, value, message, world, capsys):

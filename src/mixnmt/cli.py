@@ -77,6 +77,16 @@ def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
 ENTRY = "JSON: the model's config entry `models.<NAME>` (hyperparameters, and `arch` unless NAME is one)"
 
 
+def _settings_help(s: argparse.ArgumentParser, section: str) -> None:
+    """List the settings of config section `section` that `--config` takes, each with its
+    help, below the options (declared once, in mixnmt.config.SETTINGS)."""
+    from mixnmt.config import SETTINGS
+    from mixnmt.schema import help_lines
+
+    s.formatter_class = argparse.RawDescriptionHelpFormatter
+    s.epilog = f"settings (--config JSON keys):\n{help_lines(SETTINGS[section][0])}"
+
+
 def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
     """The options that name a trained model (see `_loaded`): checkpoint, SentencePiece
     models, its config name and entry (a checkpoint of another is refused), threads."""
@@ -168,6 +178,7 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
 
 
 def train_arguments(s: argparse.ArgumentParser) -> None:
+    _settings_help(s, "train")
     s.add_argument("--model", required=True, metavar="NAME", help="the model's name in the config")
     s.add_argument("--entry", "--hparams", type=_json, default={}, help=ENTRY)
     s.add_argument("--config", type=_json, default={}, help="JSON: the training settings")
@@ -206,6 +217,7 @@ def _loaded(a: argparse.Namespace) -> Inference:
 
 
 def translate_arguments(s: argparse.ArgumentParser) -> None:
+    _settings_help(s, "decode")
     _add_trained_model(s, name_required=False)
     s.add_argument("--config", type=_json, help="JSON: the decoding settings")
     s.add_argument(
@@ -352,6 +364,7 @@ def cmd_reliance(a: argparse.Namespace) -> None:
 
 
 def speed_arguments(s: argparse.ArgumentParser) -> None:
+    _settings_help(s, "decode")
     _add_trained_model(s, name_required=True)
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
     s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")

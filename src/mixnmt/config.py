@@ -5,21 +5,26 @@ runs `check` after the schema), and its sections as typed settings (`config_sect
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import types
-import typing
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import jsonschema
 import yaml
 
 from mixnmt import MixnmtError
-from mixnmt.models import Validator
-from mixnmt.models import check as check_model
+from mixnmt.schema import Probability, Validator, settings_schema
 
 T = TypeVar("T")
+
+
+def Help(text: str) -> dict[str, str]:  # noqa: N802 (reads as a type's metadata)
+    """A setting's help: its JSON-schema `description`, shown by `--help`."""
+    return {"description": text}
+
 
 CONFIG = Path("config.yaml")
 """The one configuration, in the repository root (Snakefile's `configfile:`)."""
@@ -33,6 +38,82 @@ CPU_EPOCH_SECONDS_PER_MB = 200
 """One epoch of a model of config.yaml's sizes on 2 CPU cores, per MB of the pinned
 training files: 240 s for Multi30k's 1.21 MB (gzipped), as measured in
 results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded). The basis of `cpu_notice`."""
+
+
+Count = Annotated[int, {"minimum": 1, "maximum": 2**31 - 1}]
+Positive = Annotated[float, {"exclusiveMinimum": 0}]
+NonNegative = Annotated[float, {"minimum": 0}]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The `train` section of the config, plus the global `seed` and `max_steps`. Each
+    setting's type, bounds and help are declared here, once: the schema's `train` section
+    is derived from them (`schema`); the values, defaults included, live in config.yaml."""
+
+    max_tokens: Annotated[Count, {"maximum": 1_000_000}, Help("padded source-or-target tokens per batch")]
+    epochs: Annotated[Count, {"maximum": 100_000}, Help("at most; `patience` may stop a run earlier")]
+    lr: Annotated[Positive, Help("peak learning rate, reached after `warmup` steps")]
+    warmup: Annotated[int, {"minimum": 0}, Help("steps of linear warmup, then inverse square root decay")]
+    betas: Annotated[tuple[Probability, Probability], Help("AdamW's decay rates of the moment estimates")]
+    weight_decay: Annotated[NonNegative, Help("AdamW's decoupled weight decay")]
+    label_smoothing: Annotated[Probability, Help("mass spread over the vocabulary in the training loss")]
+    clip_norm: Annotated[Positive, Help("the gradient's norm is clipped to this")]
+    deterministic: Annotated[bool, Help("deterministic kernels (byte-identical reruns; slower on GPU)")]
+    bleu_sentences: Annotated[
+        int, {"minimum": 0}, Help("validation sentences translated (greedy) for BLEU after each epoch")
+    ]
+    save_every: Annotated[Count, Help("steps between saves of the resumable training state")]
+    average: Annotated[
+        Count, Help("also try the mean weights of the last N epochs; kept if validation loss prefers them")
+    ]
+    patience: Annotated[
+        int | None,
+        {"minimum": 1},
+        Help("stop after this many epochs without a better validation loss (null: never)"),
+    ]
+    compile: Annotated[
+        bool, Help("torch.compile the recurrent models' per-step cells or the whole Transformer (for GPUs)")
+    ]
+    seed: Annotated[int, {"minimum": 0, "maximum": 2**32 - 1}, Help("the run's seed (the config's `seeds`)")]
+    max_steps: Annotated[
+        int | None, {"minimum": 1}, Help("cap on the training steps (the config's `max_steps`)")
+    ]
+
+    GLOBAL: ClassVar[tuple[str, ...]] = ("seed", "max_steps")  # top-level keys, not in `train`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """The `decode` section of the config, declared here once (its schema is derived from
+    these fields; the values, defaults included, live in config.yaml)."""
+
+    beam: Annotated[Count, {"maximum": 1000}, Help("hypotheses kept per sentence; 1 is greedy")]
+    length_penalty: Annotated[
+        NonNegative, Help("hypotheses are ranked by log-probability / length ** length_penalty")
+    ]
+    max_len_a: Annotated[NonNegative, Help("output limit: max_len_a * source length + max_len_b")]
+    max_len_b: Annotated[Count, Help("tokens added to the output limit")]
+    batch_size: Annotated[Count, {"maximum": 100_000}, Help("sentences decoded together")]
+
+
+SETTINGS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "train": (TrainConfig, TrainConfig.GLOBAL),
+    "decode": (DecodeConfig, ()),
+}
+"""The config sections a dataclass declares, with the fields that are not the section's."""
+
+
+def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
+    """The config's JSON schema: the file at `path`, with the sections of SETTINGS derived
+    from their dataclasses."""
+    rules = yaml.safe_load(Path(path).read_text())
+    for name, (cls, exclude) in SETTINGS.items():
+        rules["properties"][name] = settings_schema(cls, exclude)
+    return rules
 
 
 def selected(config: dict[str, Any]) -> list[str]:
@@ -102,12 +183,11 @@ def load(*overlays: str | Path) -> dict[str, Any]:
     return config
 
 
-def check_strictly(config: dict[str, Any], schema: str | Path) -> None:
-    """Raise MixnmtError, naming the key, if `config` breaks the JSON schema in file `schema`
-    once integers must be ints (Snakemake's validation, which fills in the defaults, counts
-    1.0 as an integer)."""
-    rules = yaml.safe_load(Path(schema).read_text())
-    error = jsonschema.exceptions.best_match(Validator(rules).iter_errors(config))
+def check_strictly(config: dict[str, Any], path: str | Path = SCHEMA) -> None:
+    """Raise MixnmtError, naming the key, if `config` breaks the JSON schema (`schema` of
+    the file at `path`) once integers must be ints (Snakemake's validation, which fills in
+    the defaults, counts 1.0 as an integer)."""
+    error = jsonschema.exceptions.best_match(Validator(schema(path)).iter_errors(config))
     if error is not None:
         raise MixnmtError(schema_error(error))
 
@@ -130,6 +210,8 @@ def check(config: dict[str, Any]) -> None:
         for lang in (config["src"], config["tgt"]):
             if lang not in files:
                 raise MixnmtError(f"datasets.{config['dataset']}.{where}: has no {lang!r} file")
+    from mixnmt.models import check as check_model  # the registry imports torch: only here
+
     for name, entry in config["models"].items():
         check_model(name, entry)
     for i, name in enumerate(config["only"] or []):
@@ -181,32 +263,17 @@ def cpu_notice(config: dict[str, Any], cores: int) -> str | None:
     )
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a JSON/YAML value has type `hint` (int, float, bool, str, None, unions,
-    lists and tuples of them); an int is a float, a bool is not a number."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, arg) for arg in args)
-    if origin in (list, tuple):
-        return isinstance(value, list | tuple) and all(_fits(v, args[0]) for v in value)
-    if hint is type(None):
-        return value is None
-    if hint in (int, float) and isinstance(value, bool):
-        return False
-    return isinstance(value, int | float) if hint is float else isinstance(value, hint)
-
-
 def config_section(cls: type[T], name: str, values: dict[str, Any]) -> T:
     """Build dataclass `cls` from config section `name`, naming any unknown or missing
-    key and any value of the wrong type."""
-    hints = typing.get_type_hints(cls)
+    key and any value outside its declared type and bounds."""
+    fields = [f.name for f in dataclasses.fields(cls)]
     for key in values:
-        if key not in hints:
-            raise MixnmtError(f"{name}.{key}: unknown setting (expected one of {', '.join(sorted(hints))})")
-    for key, hint in hints.items():
+        if key not in fields:
+            raise MixnmtError(f"{name}.{key}: unknown setting (expected one of {', '.join(sorted(fields))})")
+    for key in fields:
         if key not in values:
             raise MixnmtError(f"{name}.{key}: missing setting")
-        if not _fits(values[key], hint):
-            expected = str(hint) if typing.get_origin(hint) else hint.__name__
-            raise MixnmtError(f"{name}.{key}: expected {expected}, got {values[key]!r}")
+    error = jsonschema.exceptions.best_match(Validator(settings_schema(cls)).iter_errors(values))
+    if error is not None:
+        raise MixnmtError(f"{name}.{schema_error(error)}")
     return cls(**values)

@@ -4,27 +4,16 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from mixnmt.batching import pad
+from mixnmt.config import DecodeConfig
 from mixnmt.models import Seq2Seq, reorder
 from mixnmt.symbols import BOS, EOS, PAD
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class DecodeConfig:
-    """The `decode` section of the config (its values, defaults included, live there)."""
-
-    beam: int
-    length_penalty: float
-    max_len_a: float
-    max_len_b: int
-    batch_size: int
 
 
 def max_lengths(src: Tensor, config: DecodeConfig) -> Tensor:

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from mixnmt import MixnmtError, checkpoint, determinism
 from mixnmt.batching import Batch, ParallelData, padding_fraction
+from mixnmt.config import TrainConfig
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
 from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
@@ -41,32 +42,6 @@ log = logging.getLogger(__name__)
 
 SETTLE_EVERY = 100
 """Training steps between reads of the device's tally (each read waits for the device)."""
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """The `train` section of the config plus the global seed and step cap (their values,
-    defaults included, live in the config and its schema)."""
-
-    max_tokens: int
-    epochs: int
-    max_steps: int | None
-    lr: float
-    warmup: int
-    betas: tuple[float, float]
-    weight_decay: float
-    label_smoothing: float
-    clip_norm: float
-    seed: int
-    deterministic: bool
-    bleu_sentences: int  # validation sentences translated (greedy) for BLEU after each epoch
-    save_every: int  # steps between resumable saves
-    average: int  # also try the mean weights of the last `average` epochs; validation decides
-    patience: int | None  # stop after this many epochs without a better validation loss
-    compile: bool  # torch.compile the per-step cells, or the whole forward pass (for GPUs)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from mixnmt.models.mixture import Mixture
 from mixnmt.models.mixture2 import Mixture2
 from mixnmt.models.rnn import RNN
 from mixnmt.models.transformer import Transformer
+from mixnmt.schema import Validator, property_schema
 
 REGISTRY: dict[str, type[Seq2Seq]] = {
     "rnn": RNN,
@@ -47,17 +48,6 @@ __all__ = [
     "resolve",
 ]
 
-JSON_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
-
-Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
-    ),
-)
-"""JSON Schema 2020-12, except that an integer is an int: 32.0 is not one (the standard
-counts it as one, and the code it configures would get a float)."""
-
 
 def hyperparameters(arch: str) -> dict[str, inspect.Parameter]:
     """The keyword-only constructor arguments of architecture `arch`."""
@@ -70,23 +60,11 @@ def defaults(arch: str) -> dict[str, Any]:
     return {name: p.default for name, p in hyperparameters(arch).items()}
 
 
-def _property_schema(hint: Any, default: Any) -> dict[str, Any]:
-    """JSON schema of one hyperparameter from its annotation (Annotated metadata are
-    JSON-schema keywords; a Literal is an enum)."""
-    schema: dict[str, Any] = {"default": default}
-    if typing.get_origin(hint) is typing.Annotated:
-        hint, *extras = typing.get_args(hint)
-        for extra in extras:
-            schema |= extra
-    if typing.get_origin(hint) is typing.Literal:
-        return schema | {"enum": list(typing.get_args(hint))}
-    return schema | {"type": JSON_TYPES[hint]}
-
-
 def hyperparameter_schemas(arch: str) -> dict[str, dict[str, Any]]:
     """The JSON schema, default included, of each hyperparameter of `arch`."""
     hints = typing.get_type_hints(REGISTRY[arch].__init__, include_extras=True)
-    return {name: _property_schema(hints[name], p.default) for name, p in hyperparameters(arch).items()}
+    params = hyperparameters(arch).items()
+    return {name: {"default": p.default} | property_schema(hints[name]) for name, p in params}
 
 
 def entry_schema() -> dict[str, Any]:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
 
+from mixnmt.schema import NonNegativeFloat as NonNegativeFloat
+from mixnmt.schema import NonNegativeInt as NonNegativeInt
+from mixnmt.schema import PositiveInt as PositiveInt
+from mixnmt.schema import Probability as Probability
 from mixnmt.symbols import PAD
 
 State = dict[str, Tensor]
@@ -18,15 +22,9 @@ State = dict[str, Tensor]
 Weights = dict[str, Tensor]
 """Analysis weights by name (attention alignments, mixture responsibilities)."""
 
-# Types of hyperparameters: the registry turns a constructor's annotated keyword
-# arguments into the JSON schema of its config entries (the annotation's metadata are
-# JSON-schema keywords), so a model's signature is the one home of its hyperparameters.
-SIZE_LIMIT = 1 << 16
-"""The largest width, count or depth a hyperparameter may have: a sanity bound."""
-PositiveInt = Annotated[int, {"minimum": 1, "maximum": SIZE_LIMIT}]
-NonNegativeInt = Annotated[int, {"minimum": 0, "maximum": SIZE_LIMIT}]
-NonNegativeFloat = Annotated[float, {"minimum": 0}]
-Probability = Annotated[float, {"minimum": 0, "exclusiveMaximum": 1}]
+# Types of hyperparameters (mixnmt.schema): the registry turns a constructor's annotated
+# keyword arguments into the JSON schema of its config entries, so a model's signature is
+# the one home of its hyperparameters.
 
 
 class Seq2Seq(nn.Module, ABC):
