@@ -3,6 +3,7 @@ the models and settings the tests use, taken from the configs (no roster of our 
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -131,3 +132,59 @@ def random_checkpoint(tiny_spm, tmp_path) -> Path:
     arch, hparams, model = tiny_model(FAST, len(tok), dropout=0.0)
     checkpoint.save(path, FAST, arch, hparams, model, {"src": record, "tgt": record, "shared": True})
     return path
+
+
+# --- what a `mixnmt` command imports, read from the source -------------------------------
+
+
+def module_file(module: str) -> Path:
+    path = ROOT / "src" / Path(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def imported(tree: ast.AST, nested: bool = True) -> set[str]:
+    """The mixnmt modules a piece of code imports, anywhere in it (also inside functions),
+    or with `nested` false only at its top level (what importing a module runs)."""
+    found = set()
+    for node in ast.walk(tree) if nested else ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mixnmt"):
+            found.add(node.module)
+            found |= {
+                f"{node.module}.{a.name}"
+                for a in node.names
+                if module_file(f"{node.module}.{a.name}").exists()
+            }
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("mixnmt")}
+    return found
+
+
+def closure(modules: set[str], nested: bool = True) -> set[str]:
+    """`modules`, their packages and everything they import, transitively (with `nested`
+    false, only what importing them runs)."""
+    seen: set[str] = set()
+    todo = list(modules)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            parts = module.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+            todo += imported(ast.parse(module_file(module).read_text()), nested)
+    return seen
+
+
+def command_modules(command: str, nested: bool = True) -> set[str]:
+    """Every mixnmt module `mixnmt <command>` imports: those of its `cmd_` function in
+    cli.py and of the cli functions it calls, and everything they import, transitively
+    (with `nested` false, only at their top level: what runs on import)."""
+    cli = ast.parse((ROOT / "src" / "mixnmt" / "cli.py").read_text())
+    functions = {node.name: node for node in cli.body if isinstance(node, ast.FunctionDef)}
+    function = functions[f"cmd_{command.replace('-', '_')}"]
+    called = [
+        n.func.id for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    ]
+    found: set[str] = set()
+    for name in [function.name, *(c for c in called if c in functions)]:
+        found |= imported(functions[name])
+    return closure(found, nested)

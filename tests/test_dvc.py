@@ -3,7 +3,6 @@ checkpoints, and data.dvc pins the published Multi30k files."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ import yaml
 from snakemake.utils import update_config
 
 import tinydata
-from conftest import CONFIG, FAST, ROOT, TINY
+from conftest import CONFIG, FAST, ROOT, TINY, command_modules, module_file
 from mixnmt.files import sha256sum
 
 MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
@@ -188,62 +187,16 @@ STAGE_COMMANDS = {
 }
 
 
-def module_file(module: str) -> Path:
-    path = ROOT / "src" / Path(*module.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-
-
-def imported(tree: ast.AST) -> set[str]:
-    """The mixnmt modules a piece of code imports, anywhere in it (also inside functions)."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mixnmt"):
-            found.add(node.module)
-            found |= {
-                f"{node.module}.{a.name}"
-                for a in node.names
-                if module_file(f"{node.module}.{a.name}").exists()
-            }
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("mixnmt")}
-    return found
-
-
-def closure(modules: set[str]) -> set[str]:
-    """`modules`, their packages and everything they import, transitively."""
-    seen: set[str] = set()
-    todo = list(modules)
-    while todo:
-        module = todo.pop()
-        if module not in seen:
-            seen.add(module)
-            parts = module.split(".")
-            todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-            todo += imported(ast.parse(module_file(module).read_text()))
-    return seen
-
-
 def test_each_stage_depends_on_the_code_its_commands_run():
     """dvc.yaml's dependencies cover every module a stage's `mixnmt` commands import (the
     command's function in cli.py and what it calls there), so narrowing them never hides
     a change that alters a result."""
-    cli = ast.parse((ROOT / "src" / "mixnmt" / "cli.py").read_text())
-    functions = {node.name: node for node in cli.body if isinstance(node, ast.FunctionDef)}
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     assert set(stages) == set(STAGE_COMMANDS)
     for stage, commands in STAGE_COMMANDS.items():
         deps = [Path(d) for d in (stages[stage].get("deps") or stages[stage]["do"]["deps"])]
-        run_code = set()
-        for command in commands:
-            function = functions[f"cmd_{command}"]
-            called = [
-                n.func.id
-                for n in ast.walk(function)
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            ]
-            for name in [f"cmd_{command}", *(c for c in called if c in functions)]:
-                run_code |= imported(functions[name])
-        for module in closure(run_code):
+        run_code = set().union(*(command_modules(command) for command in commands))
+        for module in run_code:
             path = module_file(module).relative_to(ROOT)
             assert any(path == d or d in path.parents for d in deps), (stage, str(path))
     assert Path("src/mixnmt/plots.py") not in {Path(d) for d in stages["train"]["do"]["deps"]}

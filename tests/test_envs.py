@@ -10,35 +10,17 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, command_modules
 
-MODULES = {  # mixnmt subcommand -> the module it runs
-    "download": "mixnmt.download",
-    "prepare": "mixnmt.data",
-    "spm-train": "mixnmt.tokenize",
-    "spm-encode": "mixnmt.tokenize",
-    "train": "mixnmt.train",
-    "translate": "mixnmt.decode",
-    "speed": "mixnmt.speed",
-    "analyse": "mixnmt.analysis",
-    "score": "mixnmt.evaluate",
-    "significance": "mixnmt.evaluate",
-    "contrasts": "mixnmt.evaluate",
-    "reliance": "mixnmt.reliance",
-    "lengths": "mixnmt.evaluate",
-    "aggregate": "mixnmt.evaluate",
-    "table": "mixnmt.tables",
-    "plot": "mixnmt.plots",
-    "report": "mixnmt.report",
-}
-THIRD_PARTY = {
-    "torch",
-    "pandas",
-    "matplotlib",
-    "sacrebleu",
-    "sentencepiece",
-    "tqdm",
-    "jsonschema",
+THIRD_PARTY = {  # import name -> the pip package of envs/*.yaml that provides it
+    "torch": "torch",
+    "pandas": "pandas",
+    "matplotlib": "matplotlib",
+    "sacrebleu": "sacrebleu",
+    "sentencepiece": "sentencepiece",
+    "tqdm": "tqdm",
+    "jsonschema": "jsonschema",
+    "yaml": "pyyaml",
 }  # numpy comes with all
 
 
@@ -62,8 +44,10 @@ def packages(env: str) -> set[str]:
 
 
 def test_every_rule_that_runs_mixnmt_has_a_pinned_environment():
+    from mixnmt.cli import COMMANDS
+
     found = rules()
-    assert {command for _, _, command in found} == set(MODULES)
+    assert {command for _, _, command in found} == set(COMMANDS)
     for _, env, _ in found:
         spec = yaml.safe_load((ROOT / "envs" / f"{env}.yaml").read_text())
         pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict))
@@ -71,14 +55,31 @@ def test_every_rule_that_runs_mixnmt_has_a_pinned_environment():
         assert (ROOT / "envs" / f"{env}.post-deploy.sh").exists()  # installs mixnmt itself
 
 
-@pytest.mark.parametrize("env", sorted({env for _, env, _ in rules()}))
-def test_environment_provides_what_its_rules_import(env):
-    modules = sorted({MODULES[command] for _, e, command in rules() if e == env})
-    missing = sorted(THIRD_PARTY - packages(env))
+def lacking(env: str) -> list[str]:
+    """The third-party modules environment `env` does not provide."""
+    return sorted(module for module, package in THIRD_PARTY.items() if package not in packages(env))
+
+
+def runs_without(missing: list[str], modules: list[str]) -> subprocess.CompletedProcess:
+    """Build the `mixnmt` parser (every command builds all of it) and import `modules`, in a
+    Python where the `missing` modules cannot be imported."""
     code = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in missing)
-    code += "".join(f"import {m}\n" for m in modules)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, f"{env} lacks {missing}, but {modules} need it:\n{done.stderr[-1500:]}"
+    code += "from mixnmt.cli import parser\nparser()\n" + "".join(f"import {m}\n" for m in modules)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(("rule", "env", "command"), rules(), ids=lambda x: str(x))
+def test_environment_provides_what_its_rules_import(rule, env, command):
+    """What a rule's command imports is read from its code (as dvc.yaml's dependencies are,
+    tests/test_dvc.py), not listed by hand, and must import in the rule's environment."""
+    modules = sorted(command_modules(command, nested=False))
+    done = runs_without(lacking(env), modules)
+    assert done.returncode == 0, f"{rule}: {env} lacks {lacking(env)}, but it imports:\n{done.stderr[-1500:]}"
+
+
+def test_the_environment_check_catches_a_missing_module():
+    """Without pyyaml (as envs/torch.yaml was), `mixnmt translate` fails to import."""
+    assert runs_without(["yaml"], sorted(command_modules("translate", nested=False))).returncode != 0
 
 
 @pytest.mark.parametrize(

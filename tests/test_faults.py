@@ -426,3 +426,20 @@ def test_every_command_is_one_entry_with_its_own_small_argument_function():
         assert command.run.__name__ == f"cmd_{name.replace('-', '_')}"
         command.arguments(argparse.ArgumentParser(prog=name))
         assert len(inspect.getsource(command.arguments).splitlines()) < 60
+
+
+def test_every_option_of_every_command_says_what_it_takes():
+    import argparse
+
+    from mixnmt.cli import parser
+
+    def silent(name: str, p: argparse.ArgumentParser) -> list[str]:
+        found = []
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [x for n, sub in action.choices.items() for x in silent(f"{name} {n}", sub)]
+            elif not action.help:
+                found.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+        return found
+
+    assert silent("mixnmt", parser()) == []

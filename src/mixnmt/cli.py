@@ -90,8 +90,15 @@ def _settings_help(s: argparse.ArgumentParser, section: str) -> None:
 def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
     """The options that name a trained model (see `_loaded`): checkpoint, SentencePiece
     models, its config name and entry (a checkpoint of another is refused), threads."""
-    s.add_argument("--checkpoint", type=Path, required=True)
-    s.add_argument("--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"))
+    s.add_argument("--checkpoint", type=Path, required=True, help="the trained checkpoint (.pt)")
+    s.add_argument(
+        "--spm",
+        type=Path,
+        nargs=2,
+        required=True,
+        metavar=("SRC", "TGT"),
+        help="SentencePiece models of the source and target",
+    )
     s.add_argument(
         "--model", required=name_required, metavar="NAME", help="refuse a checkpoint of another model"
     )
@@ -101,9 +108,9 @@ def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
 
 def _add_bootstrap(s: argparse.ArgumentParser) -> None:
     """The arguments a paired bootstrap over one seed's systems shares."""
-    s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
-    s.add_argument("--output", type=Path, required=True)
+    s.add_argument("--output", type=Path, required=True, help="JSON")
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
     )
@@ -124,10 +131,10 @@ def cmd_download(a: argparse.Namespace) -> None:
 
 
 def prepare_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("src", type=Path)
-    s.add_argument("tgt", type=Path)
-    s.add_argument("src_out", type=Path)
-    s.add_argument("tgt_out", type=Path)
+    s.add_argument("src", type=Path, help="source side (plain or gzipped text)")
+    s.add_argument("tgt", type=Path, help="target side, line-aligned with SRC")
+    s.add_argument("src_out", type=Path, help="where the prepared source goes")
+    s.add_argument("tgt_out", type=Path, help="where the prepared target goes")
     s.add_argument(
         "--max-words", type=int, help="drop empty pairs and pairs longer than this (training data)"
     )
@@ -145,10 +152,22 @@ def cmd_prepare(a: argparse.Namespace) -> None:
 def spm_train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--input", type=Path, nargs="+", required=True, help="training text file(s)")
     s.add_argument("--model", type=Path, required=True, help="output .model file")
-    s.add_argument("--vocab-size", type=int, required=True)
-    s.add_argument("--model-type", default="unigram", choices=["unigram", "bpe", "char", "word"])
-    s.add_argument("--character-coverage", type=float, default=1.0)
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument(
+        "--vocab-size", type=int, required=True, help="pieces in the vocabulary, the special ids included"
+    )
+    s.add_argument(
+        "--model-type",
+        default="unigram",
+        choices=["unigram", "bpe", "char", "word"],
+        help="SentencePiece's segmentation algorithm",
+    )
+    s.add_argument(
+        "--character-coverage",
+        type=float,
+        default=1.0,
+        help="share of characters covered by the vocabulary (the rest become <unk>)",
+    )
+    s.add_argument("--seed", type=int, default=1, help="SentencePiece's random seed")
 
 
 def cmd_spm_train(a: argparse.Namespace) -> None:
@@ -158,9 +177,9 @@ def cmd_spm_train(a: argparse.Namespace) -> None:
 
 
 def spm_encode_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--model", type=Path, required=True)
-    s.add_argument("input", type=Path)
-    s.add_argument("output", type=Path)
+    s.add_argument("--model", type=Path, required=True, help="the SentencePiece model (.model)")
+    s.add_argument("input", type=Path, help="text, one sentence a line")
+    s.add_argument("output", type=Path, help="token ids, one sentence a line")
 
 
 def cmd_spm_encode(a: argparse.Namespace) -> None:
@@ -187,11 +206,13 @@ def train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="SentencePiece models"
     )
-    s.add_argument("--checkpoint", type=Path, required=True)
+    s.add_argument(
+        "--checkpoint", type=Path, required=True, help="where the best (or averaged) weights go (.pt)"
+    )
     s.add_argument("--metrics", type=Path, required=True, help="per-epoch metrics (TSV)")
     s.add_argument("--manifest", type=Path, required=True, help="what the run was (JSON)")
     s.add_argument("--state", type=Path, required=True, help="resumable state, kept only while training")
-    s.add_argument("--threads", type=int)
+    s.add_argument("--threads", type=int, help="CPU threads for PyTorch (default: its own choice)")
 
 
 def cmd_train(a: argparse.Namespace) -> None:
@@ -259,12 +280,12 @@ def cmd_translate(a: argparse.Namespace) -> None:
 
 
 def score_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--model", required=True)
-    s.add_argument("--testset", required=True)
+    s.add_argument("--model", required=True, help="the model's name in the config")
+    s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
-    s.add_argument("hypotheses", type=Path)
-    s.add_argument("references", type=Path)
-    s.add_argument("output", type=Path)
+    s.add_argument("hypotheses", type=Path, help="the translation, one sentence a line")
+    s.add_argument("references", type=Path, help="the reference translation, line-aligned")
+    s.add_argument("output", type=Path, help="where the scores go (JSON)")
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -293,8 +314,8 @@ def cmd_aggregate(a: argparse.Namespace) -> None:
 
 
 def significance_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--testset", required=True)
-    s.add_argument("--references", type=Path, required=True)
+    s.add_argument("--testset", required=True, help="the test set's name in the config")
+    s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--baseline", required=True, help="name of the baseline system")
     _add_bootstrap(s)
 
@@ -306,14 +327,14 @@ def cmd_significance(a: argparse.Namespace) -> None:
 
 
 def contrasts_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--testset", required=True)
-    s.add_argument("--references", type=Path, required=True)
+    s.add_argument("--testset", required=True, help="the test set's name in the config")
+    s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
-    s.add_argument("--resamples", type=int, default=1000)
+    s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     s.add_argument(
         "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
     )
-    s.add_argument("--output", type=Path, required=True)
+    s.add_argument("--output", type=Path, required=True, help="JSON")
     s.add_argument(
         "runs", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
     )
@@ -329,12 +350,12 @@ def cmd_contrasts(a: argparse.Namespace) -> None:
 
 
 def lengths_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--testset", required=True)
+    s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--sources", type=Path, required=True, help="source text")
-    s.add_argument("--references", type=Path, required=True)
+    s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
     s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
-    s.add_argument("--output", type=Path, required=True)
+    s.add_argument("--output", type=Path, required=True, help="TSV")
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
     )
@@ -369,7 +390,7 @@ def speed_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
     s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
     s.add_argument("input", type=Path, help="source ids")
-    s.add_argument("output", type=Path)
+    s.add_argument("output", type=Path, help="where the timings go (JSON)")
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
@@ -387,7 +408,7 @@ def analyse_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--references", type=Path, required=True, help="the reference text of INPUT")
     s.add_argument("--sentences", type=int, nargs="+", required=True, help="indices of sentences to show")
     s.add_argument("input", type=Path, help="source ids")
-    s.add_argument("output", type=Path)
+    s.add_argument("output", type=Path, help="where the weights go (JSON)")
 
 
 def cmd_analyse(a: argparse.Namespace) -> None:
@@ -435,16 +456,24 @@ def cmd_plot(a: argparse.Namespace) -> None:
 
 
 def report_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--experiment", required=True)
+    s.add_argument("--experiment", required=True, help="the experiment's name (results/<experiment>)")
     s.add_argument("--config", type=_json, required=True, help="JSON: the configuration used")
-    s.add_argument("--scores", type=Path, required=True)
-    s.add_argument("--significance", type=Path, nargs="+", required=True)
-    s.add_argument("--lengths", type=Path, nargs="+", required=True)
-    s.add_argument("--manifests", type=Path, nargs="+", required=True)
+    s.add_argument("--scores", type=Path, required=True, help="the score table (TSV)")
+    s.add_argument(
+        "--significance",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="`mixnmt significance` files, one per test set and seed",
+    )
+    s.add_argument(
+        "--lengths", type=Path, nargs="+", required=True, help="BLEU-by-length tables, one per test set"
+    )
+    s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests (JSON)")
     s.add_argument("--figures", type=Path, nargs="+", required=True, help="PNG files, named by figure")
     s.add_argument("--tables", type=Path, nargs="+", required=True, help="TSV files, named by table")
     s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
-    s.add_argument("--output", type=Path, required=True)
+    s.add_argument("--output", type=Path, required=True, help="report.html")
 
 
 def cmd_report(a: argparse.Namespace) -> None:
