@@ -87,8 +87,10 @@ def test_download_truncated_every_time_fails_and_leaves_nothing(server, tmp_path
     base, plan = server
     plan += ["truncate"] * 3
     dest = tmp_path / "file.gz"
-    with pytest.raises(MixnmtError, match=r"file\.gz: download from .* failed after 3 attempts \(truncated"):
+    failed = r"file\.gz: download from .* failed after 3 attempts \(truncated"
+    with pytest.raises(MixnmtError, match=failed) as e:
         download(source_url(base, "file.gz"), dest, SHA, SIZE, retries=2, backoff=0.01)
+    assert str(e.value).endswith("; offline, point the workflow at a copy: --config mirror=DIR")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -121,6 +121,24 @@ def test_cli_reads_a_file_and_overlays_the_decoding_settings(random_checkpoint, 
     assert read_lines(tmp_path / "out.txt") == expected
 
 
+def test_decoding_options_override_the_config(random_checkpoint, tiny_spm, tmp_path, monkeypatch, capsys):
+    """`--beam 1 --max-len-b 3` decodes as config.yaml's settings with those two changed,
+    and a value outside a setting's bounds is refused naming the setting."""
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "out.txt"
+    options = ["--beam", "1", "--max-len-b", "3"]
+    assert translate_cli(random_checkpoint, tiny_spm, str(tmp_path / "in.txt"), str(out), *options) == 0
+    expected = Translator.load(random_checkpoint, tiny_spm, decode_config(beam=1, max_len_b=3)).translate(
+        SENTENCES
+    )
+    assert read_lines(out) == expected
+    assert translate_cli(random_checkpoint, tiny_spm, "--beam", "0") == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "mixnmt translate: error: decode.beam: 0 is less than the minimum of 1"
+    )
+
+
 @pytest.mark.parametrize(
     ("data", "extra", "message"),
     [

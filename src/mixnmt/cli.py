@@ -8,12 +8,14 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from mixnmt import MixnmtError
 
 if TYPE_CHECKING:
     from mixnmt.checkpoint import Inference
+
+T = TypeVar("T")
 
 
 def _json(text: str) -> dict:
@@ -85,6 +87,31 @@ def _settings_help(s: argparse.ArgumentParser, section: str) -> None:
 
     s.formatter_class = argparse.RawDescriptionHelpFormatter
     s.epilog = f"settings (--config JSON keys):\n{help_lines(SETTINGS[section][0])}"
+
+
+def _setting_options(s: argparse.ArgumentParser, section: str) -> None:
+    """One option per setting of config section `section` (`--beam`, ...), each overriding
+    the config's value, with the setting's help (declared once, in mixnmt.config.SETTINGS)."""
+    import typing
+
+    from mixnmt.config import SETTINGS
+    from mixnmt.schema import settings_schema
+
+    cls, exclude = SETTINGS[section]
+    hints = typing.get_type_hints(cls)  # int or float: what the option parses
+    group = s.add_argument_group(f"{section} settings (each overrides the config's)")
+    for name, schema in settings_schema(cls, exclude)["properties"].items():
+        group.add_argument(f"--{name.replace('_', '-')}", type=hints[name], help=schema["description"])
+
+
+def _overridden(config: T, section: str, a: argparse.Namespace) -> T:
+    """`config` with the settings given as options (`_setting_options`), checked again."""
+    import dataclasses
+
+    from mixnmt.config import config_section
+
+    given = {f.name: getattr(a, f.name) for f in dataclasses.fields(config) if getattr(a, f.name) is not None}
+    return config_section(type(config), section, {**dataclasses.asdict(config), **given}) if given else config
 
 
 def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
@@ -238,7 +265,7 @@ def _loaded(a: argparse.Namespace) -> Inference:
 
 
 def translate_arguments(s: argparse.ArgumentParser) -> None:
-    _settings_help(s, "decode")
+    _setting_options(s, "decode")
     _add_trained_model(s, name_required=False)
     s.add_argument("--config", type=_json, help="JSON: the decoding settings")
     s.add_argument(
@@ -262,6 +289,7 @@ def cmd_translate(a: argparse.Namespace) -> None:
     from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
 
     config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
+    config = _overridden(config, "decode", a)
     stdio = {None, Path("-")}
     if a.text and a.manifest:
         raise MixnmtError("--manifest records a translated file of source ids; not with --text")

@@ -120,7 +120,8 @@ def download(
             wait = backoff * 2**attempt
             if attempt == retries or time.monotonic() + wait > until:
                 raise MixnmtError(
-                    f"{dest}: download from {url} failed after {attempt + 1} attempts ({e})"
+                    f"{dest}: download from {url} failed after {attempt + 1} attempts ({e}); "
+                    "offline, point the workflow at a copy: --config mirror=DIR"
                 ) from None
             log.warning("%s: attempt %d failed (%s); retrying in %.1fs", url, attempt + 1, e, wait)
             time.sleep(wait)
