@@ -226,3 +226,35 @@ def test_identical_systems_are_equivalent_within_the_margin(tmp_path):
 def test_holm_adjusts_p_values_step_down():
     assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
     assert holm([0.2, 0.2]) == [0.4, 0.4] and holm([]) == []
+
+
+def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 3) -> pd.DataFrame:
+    """A contrast table of one pair, a -> b, one row per (chrF delta, verdict, Holm p)."""
+    rows = []
+    for i, (delta, verdict, p) in enumerate(chrf):
+        rows.append(
+            {"testset": f"t{i}", "a": "small", "b": "big", "seeds": seeds, "chrf_delta": delta,
+             "chrf_ci": f"{delta - 1:+.2f} .. {delta + 1:+.2f}", "chrf_verdict": verdict, "chrf_p": p,
+             "bleu_delta": 0.1, "bleu_ci": "-0.90 .. +1.10", "bleu_verdict": "undecided", "bleu_p": 1.0}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_reports_answer_is_generated_from_the_contrast_table():
+    from mixnmt.report import answer, answer_html
+
+    (agreed,) = answer(contrast_rows([(1.5, "B better", 0.007), (2.0, "B better", 0.02)]))
+    assert agreed == (
+        "big against small (3 seeds): big beats small in chrF on every test set (+1.50 to +2.00 points, "
+        "B - A; Holm p <= 0.020); BLEU cannot tell small and big apart on any test set "
+        "(+0.10 points, undecided)."
+    )
+    (flipped,) = answer(contrast_rows([(-1.5, "A better", 0.007), (-2.0, "A better", 0.007)]))
+    assert "small beats big in chrF on every test set (-2.00 to -1.50 points" in flipped
+    (mixed,) = answer(contrast_rows([(1.5, "B better", 0.007), (0.3, "undecided", 0.4)], seeds=1))
+    assert mixed.startswith("big against small (1 seed: no seed-level claim): chrF, B - A: t0: +1.50")
+    assert "t1: +0.30 [-0.70 .. +1.30], undecided" in mixed
+    page = answer_html(contrast_rows([(1.5, "B better", 0.007)]), {"max_steps": 5})
+    assert (
+        page.startswith('<p class="warning">A capped run (max_steps: 5)') and "<li>big against small" in page
+    )

@@ -469,7 +469,10 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert ET.parse(out / "figures" / f"{name}.svg").getroot().tag.endswith("svg"), name
     report = (out / "report.html").read_text()
     assert report.count('<img alt="') == len(FIGURES) and report.count(": manifest</summary>") == len(models)
+    for a, b in tiny["analysis"]["contrasts"]:  # the answer, from the contrast table
+        assert f"<li>{b} against {a} (1 seed: no seed-level claim): " in report
     for section in (
+        "The answer",
         "Scores",
         "BLEU by source length",
         "Learning curves",

@@ -28,6 +28,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f3f3f3; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 .caption { color: #444; } .note { color: #666; font-size: 0.85em; }
+.warning { background: #fff3cd; border: 1px solid #e0c36c; padding: 0.5em 0.8em; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 """
 
@@ -90,7 +91,60 @@ def markdown_scores(table: pd.DataFrame, tests: list[dict]) -> str:
     return "\n".join(lines) + "\n\n" + "\n\n".join(signature_notes(tests)) + "\n"
 
 
+METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU"}
+
+
+def finding(rows: pd.DataFrame, metric: str) -> str:
+    """What one contrast's rows (one per test set) say in `metric`, by the contrast table's
+    verdicts: one clause when every test set agrees, else one per test set."""
+    name, a, b = METRIC_NAMES[metric], rows.a.iloc[0], rows.b.iloc[0]
+    verdicts, deltas = set(rows[f"{metric}_verdict"]), rows[f"{metric}_delta"]
+    low, high = f"{deltas.min():+.2f}", f"{deltas.max():+.2f}"
+    span = low if low == high else f"{low} to {high}"
+    if len(verdicts) == 1:
+        (verdict,) = verdicts
+        worst = f"Holm p <= {rows[f'{metric}_p'].max():.3f}"
+        if verdict in ("A better", "B better"):
+            winner, loser = (b, a) if verdict == "B better" else (a, b)
+            return f"{winner} beats {loser} in {name} on every test set ({span} points, B - A; {worst})"
+        if verdict.startswith("equivalent"):
+            return f"{a} and {b} are {verdict} {name} points on every test set ({span})"
+        return f"{name} cannot tell {a} and {b} apart on any test set ({span} points, undecided)"
+    parts = [
+        f"{r.testset}: {r[f'{metric}_delta']:+.2f} [{r[f'{metric}_ci']}], {r[f'{metric}_verdict']}"
+        for _, r in rows.iterrows()
+    ]
+    return f"{name}, B - A: " + "; ".join(parts)
+
+
+def answer(contrasts: pd.DataFrame) -> list[str]:
+    """The study's answer, one sentence per contrast (B against A), generated from the
+    contrast table's seed-level statistics: nothing in it is written by hand."""
+    sentences = []
+    for (a, b), rows in contrasts.groupby(["a", "b"], sort=False):
+        seeds = int(rows.seeds.min())
+        unit = f"{seeds} seeds" if seeds > 1 else "1 seed: no seed-level claim"
+        sentences.append(f"{b} against {a} ({unit}): {finding(rows, 'chrf')}; {finding(rows, 'bleu')}.")
+    return sentences
+
+
+def answer_html(contrasts: pd.DataFrame, config: dict) -> str:
+    """The first section: the answer, and a warning on top where the run was capped."""
+    capped = config.get("max_steps")
+    warning = (
+        f'<p class="warning">A capped run (max_steps: {capped}): a smoke test of the pipeline, '
+        "not a result.</p>"
+        if capped
+        else ""
+    )
+    if contrasts.empty:
+        return warning + "<p>No contrasts in this experiment (analysis.contrasts).</p>"
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in answer(contrasts))
+    return warning + f"<ul>{items}</ul>" + '<p class="note">From the Contrasts table below.</p>'
+
+
 SECTIONS = {  # anchor -> title, in the order of the report; figures and tables name theirs
+    "answer": "The answer",
     "scores": "Scores",
     "contrasts": "Contrasts",
     "reliance": "Source reliance",
@@ -138,6 +192,7 @@ def write_report(output: Path, experiment: str, config: dict, inputs: ReportInpu
     manifests = [read_json(p) for p in inputs.manifests]
     trained = sorted({str(version(m["git"])) for m in manifests})
     content = {section: "" for section in SECTIONS}
+    content["answer"] = answer_html(read_table(inputs.tables["contrasts"]), config)
     content["scores"] = (
         caption(inputs.captions, "scores")
         + table_html(display_scores(scores))

@@ -14,8 +14,12 @@ import pandas as pd
 
 
 def table_html(table: pd.DataFrame) -> str:
-    """A table as an HTML <table>, two decimals."""
-    return table.to_html(index=False, border=0, float_format=lambda x: f"{x:.2f}", na_rep="")
+    """A table as an HTML <table>, two decimals; p-values (`*_p`) three, so that the
+    bootstrap's floor of 0.001 does not read as 0.00."""
+    three = {c: (lambda x: "" if pd.isna(x) else f"{x:.3f}") for c in table.columns if str(c).endswith("_p")}
+    return table.to_html(
+        index=False, border=0, float_format=lambda x: f"{x:.2f}", na_rep="", formatters=three
+    )
 
 
 def cost(manifests: list[dict[str, Any]], speeds: list[dict[str, Any]], scores: pd.DataFrame) -> pd.DataFrame:
