@@ -412,3 +412,18 @@ def test_a_training_step_never_waits_for_the_device(name):
     with Waits() as waits:
         trainer.train_step(second)
     assert waits.count == 2 * sum(isinstance(m, BiGRU) for m in model.modules())
+
+
+def test_progress_at_the_terminal_counts_to_max_steps(files, capsys, monkeypatch):
+    """Under Snakemake a job's standard output reaches the terminal: a line per model says
+    where it is, with the total and the time left that max_steps allows (not the epoch's)."""
+    import mixnmt.train
+
+    monkeypatch.setattr(mixnmt.train, "SETTLE_EVERY", 1)
+    monkeypatch.setattr(mixnmt.train, "SHOW_EVERY", 0.0)
+    run(files, epochs=40, max_steps=5)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FAST} seed ")]
+    steps = [int(line.split(", step ")[1].split("/")[0]) for line in lines]
+    assert steps == sorted(steps) and steps[-1] == 5 and all("/5, loss " in line for line in lines)
+    assert all(line.startswith(f"{FAST} seed 1: epoch 1/40, step ") for line in lines)  # 5 < one epoch
+    assert lines[-1].endswith("tokens/s, about 0 s left")

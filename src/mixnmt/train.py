@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 SETTLE_EVERY = 100
 """Training steps between reads of the device's tally (each read waits for the device)."""
+SHOW_EVERY = 30.0
+"""Seconds between progress lines on standard output (the terminal, under Snakemake)."""
 
 
 @dataclass(frozen=True)
@@ -429,16 +431,42 @@ def prepare(name: str, entry: dict | None, config: TrainConfig, files: TrainFile
     )
 
 
-def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopRequested) -> None:
+def progress_line(name: str, trainer: Trainer, per_epoch: int) -> str:
+    """Where a run is, for a person at the terminal: epoch and step of the planned total
+    (epochs x steps per epoch, or max_steps if fewer), the epoch's loss and speed so far,
+    and the time left at that speed (patience may end the run sooner)."""
+    config, p = trainer.config, trainer.progress
+    planned = (
+        config.epochs * per_epoch
+        if config.max_steps is None
+        else min(config.epochs * per_epoch, config.max_steps)
+    )
+    left = (planned - p.step) * p.train_seconds / max(p.step, 1)
+    eta = f"about {left / 60:.0f} min left" if left >= 60 else f"about {left:.0f} s left"
+    speed = p.tokens / max(p.epoch_seconds, 1e-9)
+    return (
+        f"{name} seed {config.seed}: epoch {p.epoch}/{config.epochs}, step {p.step}/{planned}, "
+        f"loss {p.loss_sum / max(p.tokens, 1):.3f}, {speed:.0f} tokens/s, {eta}"
+    )
+
+
+def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopRequested) -> int:
     """The rest of the current epoch's steps, saving the state every `save_every` steps
-    and stopping after the step in which `stop_requested` names a signal."""
+    and stopping after the step in which `stop_requested` names a signal; the epoch's
+    number of batches."""
     config, p = trainer.config, trainer.progress
     batches = run.train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, p.epoch))
+    left = (
+        len(batches)
+        if config.max_steps is None
+        else min(len(batches), p.position + config.max_steps - p.step)
+    )
+    shown = time.monotonic()
     progress_bar = tqdm(
         batches[p.position :],
         desc=f"{run.name} epoch {p.epoch}",
         initial=p.position,
-        total=len(batches),
+        total=left,  # the steps this epoch will take, under max_steps too
         file=sys.stderr,
         mininterval=1 if sys.stderr.isatty() else 30,
         leave=False,
@@ -450,6 +478,9 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
             if p.step % SETTLE_EVERY == 0:
                 trainer.settle()
                 progress_bar.set_postfix(loss=f"{p.loss_sum / max(p.tokens, 1):.3f}", refresh=False)
+                if time.monotonic() - shown >= SHOW_EVERY:
+                    print(progress_line(run.name, trainer, len(batches)), flush=True)
+                    shown = time.monotonic()
             p.add_time(time.perf_counter() - start)
             if sig := stop_requested():
                 log.warning("stopping for %s", sig.name)
@@ -474,6 +505,7 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
             "lower train.lr or raise train.warmup"
         ) from None
     progress_bar.close()
+    return len(batches)
 
 
 def fit(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopRequested) -> None:
@@ -481,13 +513,14 @@ def fit(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopReques
     validation, metrics and a saved state."""
     p = trainer.progress
     while not trainer.finished:
-        train_epoch(trainer, run, state, stop_requested)
+        per_epoch = train_epoch(trainer, run, state, stop_requested)
         start = time.perf_counter()
         valid_loss, usage = validate(
             trainer.model, run.valid_data, trainer.config.max_tokens, trainer.device, trainer.dtype
         )
         bleu = run.valid_bleu(trainer.model)
         p.seconds += time.perf_counter() - start
+        print(progress_line(run.name, trainer, per_epoch), flush=True)
         row = trainer.end_epoch(valid_loss, bleu, usage)
         log.info("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
         state.save(trainer)
