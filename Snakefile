@@ -48,8 +48,9 @@ rule all:
 
 
 onstart:
-    # A newcomer without a GPU learns how long the full study takes here before it starts.
+    # A newcomer without a GPU learns how long the training this run does takes here.
     if cpu_only():
-        notice = cpu_notice(config, workflow.cores)
+        runs = sum(job.rule.name == "train" for job in workflow.dag.needrun_jobs())
+        notice = cpu_notice(config, workflow.cores, runs)
         if notice:
             logger.warning(notice)

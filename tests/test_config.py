@@ -162,13 +162,15 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
     runs = len(selected(CONFIG)) * len(CONFIG["seeds"])
     megabytes = sum(entry["size"] for entry in CONFIG["datasets"][CONFIG["dataset"]]["train"].values()) / 1e6
     hours = runs * CONFIG["train"]["epochs"] * megabytes * CPU_EPOCH_SECONDS_PER_MB / 3600
-    assert f"{len(selected(CONFIG))} models x {len(CONFIG['seeds'])} seeds" in notice
+    assert f"this run has {runs} training jobs (one per model and seed)" in notice
     assert f"roughly {hours:.0f} hours on 2 CPU cores" in notice
     assert "--configfile experiments/cpu.yaml" in notice
     assert cpu_notice(CONFIG, cores=16) != notice  # more cores, less time
     short = copy.deepcopy(CONFIG) | {"seeds": [1], "only": [CONFIG["analysis"]["baseline"]]}
     assert cpu_notice({**short, "train": {**CONFIG["train"], "epochs": 3}}, cores=2) is None
     assert cpu_notice(merge(CONFIG, TINY), cores=2) is None  # 28 kB of synthetic text: minutes, not hours
+    assert cpu_notice(CONFIG, cores=2, runs=runs // 2) != notice  # the runs this invocation trains
+    assert cpu_notice(CONFIG, cores=2, runs=0) is None  # DVC's stages after training
 
 
 def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsys):

@@ -6,7 +6,7 @@ import torch
 
 from conftest import FAST, VARIANTS, decode_config, tiny_model
 from mixnmt.batching import pad
-from mixnmt.decode import beam_search, greedy, next_logprobs, translate_ids
+from mixnmt.decode import beam_search, greedy, next_logprobs, search, translate_ids
 from mixnmt.symbols import BOS, EOS, UNK
 
 
@@ -27,7 +27,9 @@ def test_beam_of_one_is_greedy(name):
     model = model_for(name, 30)
     src = pad([s + [EOS] for s in sources(30)])
     config = decode_config(beam=1)
-    assert beam_search(model, src, config) == greedy(model, src, config)
+    beam, best = beam_search(model, src, config), greedy(model, src, config)
+    assert [[h.tokens for h in hyps] for hyps in beam] == [[h.tokens for h in hyps] for hyps in best]
+    assert [hyps[0].score for hyps in beam] == pytest.approx([hyps[0].score for hyps in best], rel=1e-5)
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -57,8 +59,9 @@ def sequence_logprob(model, src, tokens, limit):
 
 
 @pytest.mark.parametrize("length_penalty", [0.0, 1.0])
-def test_wide_beam_finds_the_exact_best_hypothesis(length_penalty):
-    """With a beam as wide as the hypothesis space, search is exhaustive."""
+def test_wide_beam_finds_the_exact_n_best_hypotheses(length_penalty):
+    """With a beam as wide as the hypothesis space, search is exhaustive: its n best are
+    the n best of all outputs, with their exact scores."""
     vocab, limit = 6, 4  # outputs: UNK, 4, 5 then EOS; at most 3 tokens before EOS
     model = model_for(FAST, vocab, seed=3)
     src = torch.tensor([[4, 5, 4, EOS]])
@@ -69,8 +72,24 @@ def test_wide_beam_finds_the_exact_best_hypothesis(length_penalty):
             tuple(c): sequence_logprob(model, src, c, limit) / (len(c) + 1) ** length_penalty
             for c in candidates
         }
-    best = max(scored, key=scored.get)
-    assert beam_search(model, src, config) == [list(best)]
+    ranked = sorted(scored, key=scored.get, reverse=True)[:5]
+    (found,) = beam_search(model, src, config, nbest=5)
+    assert [tuple(h.tokens) for h in found] == ranked
+    assert [h.score for h in found] == pytest.approx([scored[c] for c in ranked], abs=1e-5)
+    assert beam_search(model, src, config)[0] == found[:1]
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.6, 1.0])
+def test_greedy_scores_its_hypothesis_as_the_beam_ranks(length_penalty):
+    model = model_for(FAST, 30)
+    config = decode_config(beam=1, length_penalty=length_penalty, max_len_b=5)
+    srcs = sources(30)
+    for src, hyps in zip(srcs, search(model, srcs, config, torch.device("cpu"), nbest=3)):
+        (best,) = hyps  # greedy search finds one, whatever the n asked for
+        limit = int(config.max_len_a * (len(src) + 1)) + config.max_len_b
+        with torch.no_grad():
+            logprob = sequence_logprob(model, torch.tensor([src + [EOS]]), best.tokens, limit)
+        assert best.score == pytest.approx(logprob / (len(best.tokens) + 1) ** length_penalty, abs=1e-5)
 
 
 @pytest.mark.parametrize("beam", [1, 4])
@@ -83,5 +102,6 @@ def test_translate_ids_keeps_order_empty_lines_and_batch_independence(beam):
     alone = [translate_ids(model, [s], config, torch.device("cpu"))[0] for s in srcs]
     assert batched == alone
     assert batched[3] == []
+    assert search(model, srcs, config, torch.device("cpu"), nbest=2)[3] == [([], 0.0)]  # never decoded
     limits = [math.floor(config.max_len_a * (len(s) + 1)) + config.max_len_b for s in srcs]
     assert all(len(h) < lim for h, lim in zip(batched, limits))

@@ -2,10 +2,13 @@
 
 import dataclasses
 import io
+import json
+import logging
 import re
 import sys
 
 import pytest
+import torch
 
 from conftest import FAST, ROOT, TINY_MODELS, decode_config
 from mixnmt import MixnmtError, checkpoint
@@ -139,6 +142,82 @@ def test_decoding_options_override_the_config(random_checkpoint, tiny_spm, tmp_p
     )
 
 
+def test_nbest_prints_scored_hypotheses_best_first(random_checkpoint, tiny_spm, monkeypatch, capsys, caplog):
+    """`--beam 5 --nbest 3`: three INDEX<TAB>SCORE<TAB>TRANSLATION lines per input line, the
+    best first and as plain decoding gives it, the scores as the search computed them;
+    one empty hypothesis for an empty line. The model's loading is announced."""
+    caplog.set_level(logging.INFO, "mixnmt")
+    stdin(monkeypatch, "\n".join(SENTENCES).encode() + b"\n")
+    monkeypatch.chdir(ROOT)
+    assert translate_cli(random_checkpoint, tiny_spm, "--beam", "5", "--nbest", "3") == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    translator = Translator.load(random_checkpoint, tiny_spm, decode_config(beam=5))
+    sources = translator.inference.source.encode(" ".join(s.split()) for s in SENTENCES)
+    expected = [
+        [str(i), f"{h.score:.4f}", text]
+        for i, hyps in enumerate(translator.search(sources, nbest=3))
+        for h, text in zip(hyps, translator.detokenise(hyps))
+    ]
+    assert rows == expected
+    assert [sum(row[0] == str(i) for row in rows) for i in range(4)] == [3, 1, 3, 3]
+    assert rows[3] == ["1", "0.0000", ""]  # the empty line
+    scores = [float(row[1]) for row in rows if row[0] == "0"]
+    assert scores == sorted(scores, reverse=True)
+    assert [row[2] for row in rows if row[0] != "1"][::3] == [t for t in translator.translate(SENTENCES) if t]
+    assert "loading" in caplog.text and f"{random_checkpoint} on cpu, beam 5, loaded in" in caplog.text
+    with pytest.raises(SystemExit):
+        translate_cli(random_checkpoint, tiny_spm, "--nbest", "0")
+    assert "argument --nbest: '0': expected a positive integer" in capsys.readouterr().err
+
+
+def test_alignments_hold_one_record_per_line(random_checkpoint, tiny_spm, tmp_path, monkeypatch):
+    """`--alignments FILE`: one JSON record per input line, for its best translation: the
+    subwords of source and translation (EOS included), and the model's weights along the
+    axes it names, each a distribution; an empty line has none."""
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    monkeypatch.chdir(ROOT)
+    out, alignments = tmp_path / "out.txt", tmp_path / "alignments.jsonl"
+    options = [str(tmp_path / "in.txt"), str(out), "--beam", "2", "--alignments", str(alignments)]
+    assert translate_cli(random_checkpoint, tiny_spm, *options) == 0
+    records = [json.loads(line) for line in read_lines(alignments)]
+    tok = Tokenizer(tiny_spm)
+    translations = read_lines(out)
+    assert [r["index"] for r in records] == [0, 1, 2, 3]
+    assert records[1] == {"index": 1, "score": 0.0, "source": [], "target": [], "axes": {}, "weights": {}}
+    for record, sentence, translation in zip(records, SENTENCES, translations):
+        if not sentence:
+            continue
+        assert record["source"] == tok.pieces(tok.encode([" ".join(sentence.split())])[0]) + ["</s>"]
+        assert record["target"][-1] == "</s>"
+        assert "".join(record["target"][:-1]).replace("\u2581", " ").strip() == translation
+        (weights,) = record["weights"].values()  # the Transformer's cross-attention
+        axes = record["axes"]["cross_attention"]
+        shape = torch.tensor(weights).shape
+        assert axes[-2:] == ["target", "source"] and shape[-2:] == (
+            len(record["target"]),
+            len(record["source"]),
+        )
+        assert torch.tensor(weights).sum(-1) == pytest.approx(torch.ones(shape[:-1]), abs=1e-3)
+
+
+def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, monkeypatch, capsys):
+    """Away from the repository root, every decoding setting given as an option decodes
+    without a config file; fewer is refused, naming what is missing."""
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", "--beam", "3") == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "mixnmt translate: error: config.yaml: not in the working directory, which the decoding settings "
+        "come from; run from the repository root, or give --configfile, --config, or every setting "
+        "(missing: --length-penalty --max-len-a --max-len-b --batch-size)"
+    )
+    settings = {"beam": 3, "length_penalty": 0.5, "max_len_a": 1.0, "max_len_b": 4, "batch_size": 2}
+    options = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
+    assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", *options) == 0
+    expected = Translator.load(random_checkpoint, tiny_spm, decode_config(**settings)).translate(SENTENCES)
+    assert read_lines(tmp_path / "out.txt") == expected
+
+
 @pytest.mark.parametrize(
     ("data", "extra", "message"),
     [
@@ -158,6 +237,11 @@ def test_decoding_options_override_the_config(random_checkpoint, tiny_spm, tmp_p
             b"a dog runs .\n",
             ["--manifest", "made.json"],
             "--manifest records a translated file of source ids",
+        ),
+        (
+            b"a dog runs .\n",
+            ["--nbest", "3", "--beam", "2"],
+            "--nbest 3: beam search keeps 2; give --beam 3 or more",
         ),
     ],
 )
@@ -220,16 +304,22 @@ def test_an_alias_bomb_is_refused_in_one_short_line_at_once(tmp_path, monkeypatc
     assert str(raised.value) == f"{bomb}: expands to more than 100000 values (YAML aliases?); refused"
 
 
-def test_cli_at_a_terminal_answers_each_line_as_typed(random_checkpoint, tiny_spm, monkeypatch, capsys):
+def test_cli_at_a_terminal_answers_each_line_as_typed(
+    random_checkpoint, tiny_spm, monkeypatch, capsys, tmp_path
+):
     stdin(monkeypatch, "\n".join(SENTENCES).encode() + b"\n")
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.chdir(ROOT)
     asked = []
-    translate = Translator.translate
+    search = Translator.search
     monkeypatch.setattr(
-        Translator, "translate", lambda self, lines: asked.append(lines) or translate(self, lines)
+        Translator,
+        "search",
+        lambda self, sources, nbest=1: asked.append(len(sources)) or search(self, sources, nbest),
     )
-    assert translate_cli(random_checkpoint, tiny_spm) == 0
-    assert asked == [[s] for s in SENTENCES]  # one sentence at a time
+    alignments = tmp_path / "alignments.jsonl"
+    assert translate_cli(random_checkpoint, tiny_spm, "--alignments", str(alignments)) == 0
+    assert asked == [1] * len(SENTENCES)  # one sentence at a time
+    assert [json.loads(line)["index"] for line in read_lines(alignments)] == [0, 1, 2, 3]
     expected = Translator.load(random_checkpoint, tiny_spm, decode_config()).translate(SENTENCES)
     assert capsys.readouterr().out == "".join(f"{line}\n" for line in expected)

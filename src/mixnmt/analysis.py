@@ -19,6 +19,20 @@ log = logging.getLogger(__name__)
 
 
 @torch.no_grad()
+def sentence_weights(loaded: checkpoint.Inference, source: list[int], target: list[int]) -> dict[str, Any]:
+    """The model's analysis weights while it reads `target` after `source` (ids), with the
+    subwords along their axes: "source" (EOS included), "target" (what each step
+    predicts, EOS included) and "weights" by name (axes: the model's `analysis_axes`)."""
+    batch = ParallelData([source], [target]).collate([0]).to(loaded.device)
+    weights = loaded.model.analyse(batch.src, batch.tgt_in)
+    return {
+        "source": loaded.source.pieces(batch.src[0].tolist()),
+        "target": loaded.target.pieces(batch.tgt_out[0].tolist()),
+        "weights": {name: rounded(w[0]) for name, w in weights.items()},
+    }
+
+
+@torch.no_grad()
 def analyse(
     loaded: checkpoint.Inference,
     source_ids: Path,
@@ -46,24 +60,14 @@ def analyse(
         if not 0 <= i < len(sources) or not sources[i]:
             raise MixnmtError(f"analysis.sentences: {i} is not a non-empty sentence of {source_ids}")
 
-    data = ParallelData(sources, targets, name=str(source_ids))
     shown = []
     for i in sentences:
-        batch = data.collate([i]).to(device)
-        weights = model.analyse(batch.src, batch.tgt_in)
-        shown.append(
-            {
-                "index": i,
-                "text": {
-                    "source": src_tok.decode([sources[i]])[0],
-                    "reference": reference_lines[i],
-                    "translation": translations[i],
-                },
-                "source": src_tok.pieces(batch.src[0].tolist()),
-                "target": tgt_tok.pieces(batch.tgt_out[0].tolist()),  # what each step predicts
-                "weights": {name: rounded(w[0]) for name, w in weights.items()},
-            }
-        )
+        text = {
+            "source": src_tok.decode([sources[i]])[0],
+            "reference": reference_lines[i],
+            "translation": translations[i],
+        }
+        shown.append({"index": i, "text": text, **sentence_weights(loaded, sources[i], targets[i])})
     decoded = [i for i, s in enumerate(sources) if s]  # empty lines were never translated
     test = ParallelData([sources[i] for i in decoded], [targets[i] for i in decoded])
     result = {

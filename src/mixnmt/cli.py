@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
@@ -14,6 +15,7 @@ from mixnmt import MixnmtError
 
 if TYPE_CHECKING:
     from mixnmt.checkpoint import Inference
+    from mixnmt.config import DecodeConfig
 
 T = TypeVar("T")
 
@@ -264,6 +266,13 @@ def _loaded(a: argparse.Namespace) -> Inference:
     return load_for_inference(a.checkpoint, tuple(a.spm), a.model, a.entry)
 
 
+def _count(text: str) -> int:
+    """A positive integer argument."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
+    return int(text)
+
+
 def translate_arguments(s: argparse.ArgumentParser) -> None:
     _setting_options(s, "decode")
     _add_trained_model(s, name_required=False)
@@ -277,19 +286,57 @@ def translate_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--text", action="store_true", help="INPUT is raw text (default: standard input)")
     s.add_argument(
+        "--nbest",
+        type=_count,
+        metavar="N",
+        help="write the N best translations of each line (N at most --beam), each as "
+        "INDEX<TAB>SCORE<TAB>TRANSLATION: INDEX counts input lines from 0, SCORE is the "
+        "log-probability divided by length ** length_penalty that beam search ranks by",
+    )
+    s.add_argument(
+        "--alignments",
+        type=Path,
+        metavar="FILE",
+        help="write the best translation's attention weights or mixture responsibilities, one JSON "
+        "record per input line: index, score, source and target subwords, axes, weights",
+    )
+    s.add_argument(
         "--manifest", type=Path, help="what made the translation: code version, inputs, settings (JSON)"
     )
     s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
     s.add_argument("output", type=Path, nargs="?", help="translations (with --text, - or none: stdout)")
 
 
-def cmd_translate(a: argparse.Namespace) -> None:
-    from mixnmt.config import config_section
-    from mixnmt.decode import DecodeConfig
-    from mixnmt.translator import Translator, decode_settings, translate_file, translate_text
+def _decoding(a: argparse.Namespace) -> DecodeConfig:
+    """The decoding settings: --config, or the config files' (config.yaml and overlays),
+    each setting given as an option overriding them; with every setting given as an
+    option, no file is read."""
+    import dataclasses
 
+    from mixnmt.config import CONFIG, DecodeConfig, config_section
+    from mixnmt.translator import decode_settings
+
+    names = [f.name for f in dataclasses.fields(DecodeConfig)]
+    missing = [f"--{name.replace('_', '-')}" for name in names if getattr(a, name) is None]
+    if not missing:
+        return config_section(DecodeConfig, "decode", {name: getattr(a, name) for name in names})
+    if not a.config and not CONFIG.is_file():
+        raise MixnmtError(
+            f"{CONFIG}: not in the working directory, which the decoding settings come from; run "
+            "from the repository root, or give --configfile, --config, or every setting "
+            f"(missing: {' '.join(missing)})"
+        )
     config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
-    config = _overridden(config, "decode", a)
+    return _overridden(config, "decode", a)
+
+
+def cmd_translate(a: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    log = logging.getLogger("mixnmt.translate")
+    log.info("loading %s ...", a.checkpoint)  # before torch's import: the first seconds
+    from mixnmt.translator import Output, Translator, translate_file, translate_text
+
+    config = _decoding(a)
     stdio = {None, Path("-")}
     if a.text and a.manifest:
         raise MixnmtError("--manifest records a translated file of source ids; not with --text")
@@ -298,13 +345,19 @@ def cmd_translate(a: argparse.Namespace) -> None:
             "source ids come from a file and go to a file (INPUT and OUTPUT); "
             "for text on standard input or output, add --text"
         )
-    translator = Translator(_loaded(a), config)
-    if a.text:
-        translate_text(
-            translator, None if a.input in stdio else a.input, None if a.output in stdio else a.output
+    if a.nbest is not None and a.nbest > config.beam:
+        raise MixnmtError(
+            f"--nbest {a.nbest}: beam search keeps {config.beam}; give --beam {a.nbest} or more"
         )
+    translator = Translator(_loaded(a), config)
+    name, device = translator.inference.name or a.checkpoint, translator.inference.device
+    log.info("%s on %s, beam %d, loaded in %.1f s", name, device, config.beam, time.perf_counter() - start)
+    written = Output(a.nbest, a.alignments)
+    if a.text:
+        source, output = (None if path in stdio else path for path in (a.input, a.output))
+        translate_text(translator, source, output, written)
     else:
-        translate_file(translator, a.input, a.output, a.manifest)
+        translate_file(translator, a.input, a.output, a.manifest, written)
 
 
 def score_arguments(s: argparse.ArgumentParser) -> None:

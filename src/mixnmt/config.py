@@ -246,20 +246,22 @@ def schema_error(error: Any) -> str:
     return f"{key}: {message}" if key else message
 
 
-def cpu_notice(config: dict[str, Any], cores: int) -> str | None:
-    """What training `config` means on `cores` CPU cores, if it would take hours, and
-    where the short CPU experiment is; None when that is quick."""
-    models, seeds, epochs = len(selected(config)), len(config["seeds"]), config["train"]["epochs"]
+def cpu_notice(config: dict[str, Any], cores: int, runs: int | None = None) -> str | None:
+    """What `runs` training runs of `config` (default: every model and seed; the workflow
+    passes those it is about to run) mean on `cores` CPU cores, if they would take hours,
+    and where the short CPU experiment is; None when that is quick."""
+    runs = len(selected(config)) * len(config["seeds"]) if runs is None else runs
+    epochs = config["train"]["epochs"]
     train = config["datasets"][config["dataset"]]["train"]
     megabytes = sum(train[lang]["size"] for lang in (config["src"], config["tgt"])) / 1e6
-    hours = models * seeds * epochs * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
+    hours = runs * epochs * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
     if hours < 4:  # the CPU experiment itself (2.5 hours measured) starts without one
         return None
     return (
-        f"no GPU here: this run trains {models} models x {seeds} seeds for up to {epochs} epochs "
-        f"each on {megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU "
-        "cores. The CPU experiment (the key contrasts, 3 seeds of two epochs, about 2.5 hours on "
-        "2 cores) is `snakemake --cores all --configfile experiments/cpu.yaml`."
+        f"no GPU here: this run has {runs} training jobs (one per model and seed) of up to {epochs} "
+        f"epochs on {megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} "
+        "CPU cores. The CPU experiment (the key contrasts, 3 seeds of two epochs, about 2.5 hours "
+        "on 2 cores) is `snakemake --cores all --configfile experiments/cpu.yaml`."
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -14,6 +15,14 @@ from mixnmt.models import Seq2Seq, reorder
 from mixnmt.symbols import BOS, EOS, PAD
 
 log = logging.getLogger(__name__)
+
+
+class Hypothesis(NamedTuple):
+    """A translation in target ids (EOS stripped) and its score: the log-probability of
+    the ids and EOS divided by their number ** length_penalty, which beam search ranks by."""
+
+    tokens: list[int]
+    score: float
 
 
 def max_lengths(src: Tensor, config: DecodeConfig) -> Tensor:
@@ -33,29 +42,37 @@ def next_logprobs(logits: Tensor, at_limit: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def greedy(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[int]]:
-    """Most probable next token at every step, for a batch of sources (B, S)."""
+def greedy(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
+    """Most probable next token at every step, for a batch of sources (B, S): one
+    hypothesis per sentence."""
     b = src.size(0)
     limit = max_lengths(src, config)
     state = model.encode(src)
     y = torch.full((b,), BOS, dtype=torch.long, device=src.device)
     done = torch.zeros(b, dtype=torch.bool, device=src.device)
+    logprob = torch.zeros(b, device=src.device)
     out = []
     for t in range(int(limit.max())):
         logits, state = model.step(state, y)
         logp = next_logprobs(logits, t + 1 >= limit)
-        y = logp.argmax(-1).masked_fill(done, PAD)
+        best, y = logp.max(-1)
+        logprob += best.masked_fill(done, 0.0)
+        y = y.masked_fill(done, PAD)
         out.append(y)
         done |= y == EOS
         if done.all():
             break
-    tokens = torch.stack(out, 1).tolist()
-    return [_strip(seq) for seq in tokens]
+    tokens = [_strip(seq) for seq in torch.stack(out, 1).tolist()]
+    return [
+        [Hypothesis(seq, lp / (len(seq) + 1) ** config.length_penalty)]
+        for seq, lp in zip(tokens, logprob.tolist())
+    ]
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[int]]:
-    """Batched beam search with length normalisation score / length ** length_penalty.
+def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig, nbest: int = 1) -> list[list[Hypothesis]]:
+    """Batched beam search with length normalisation score / length ** length_penalty:
+    the `nbest` best finished hypotheses of each source (B, S), best first.
 
     Each step ranks 2K candidates per sentence; EOS candidates among the best K are
     finished hypotheses, the best K others continue. A sentence is done once K
@@ -69,8 +86,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
     scores[:, 0] = 0.0  # all beams start identical: keep one
     y = torch.full((b * k,), BOS, dtype=torch.long, device=device)
     history = torch.empty(b, k, 0, dtype=torch.long, device=device)
-    best_score = torch.full((b,), -math.inf, device=device)
-    best: list[list[int]] = [[] for _ in range(b)]
+    found: list[list[Hypothesis]] = [[] for _ in range(b)]  # finished, in the order found
     finished = torch.zeros(b, dtype=torch.long, device=device)
     offsets = torch.arange(b, device=device)[:, None] * k
     sentence = list(range(b))  # the input sentence of each row of the shrinking batch
@@ -84,14 +100,12 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
         is_eos = token == EOS
         # Finished hypotheses: EOS among the best K candidates of a sentence still searching.
         final = is_eos & (torch.arange(2 * k, device=device) < k) & (finished < k)[:, None]
-        normed = (top_scores / (t + 1) ** config.length_penalty).masked_fill(~final, -math.inf)
-        cand_best, cand_pos = normed.max(1)
-        improved = (cand_best > best_score).nonzero().flatten().tolist()
-        if improved:
-            rows = history[improved, origin[improved, cand_pos[improved]]].tolist()
-            for i, row in zip(improved, rows):
-                best[sentence[i]] = row
-            best_score = torch.maximum(best_score, cand_best)
+        rows, cols = (final & (top_scores > -math.inf)).nonzero(as_tuple=True)
+        if len(rows):
+            normed = (top_scores[rows, cols] / (t + 1) ** config.length_penalty).tolist()
+            tokens = history[rows, origin[rows, cols]].tolist()
+            for i, seq, score in zip(rows.tolist(), tokens, normed):
+                found[sentence[i]].append(Hypothesis(seq, score))
         finished += final.sum(1)
         # The K best non-EOS candidates continue.
         scores, keep = top_scores.masked_fill(is_eos, -math.inf).topk(k, dim=1)  # (B, K)
@@ -106,12 +120,12 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[
             live = searching.nonzero().flatten()
             rows = (offsets[live] + torch.arange(k, device=device)).flatten()
             state, y, limit = reorder(state, rows), y[rows], limit[rows]
-            scores, history = scores[live], history[live]
-            best_score, finished = best_score[live], finished[live]
+            scores, history, finished = scores[live], history[live], finished[live]
             sentence = [sentence[i] for i in live.tolist()]
             b = len(sentence)
             offsets = torch.arange(b, device=device)[:, None] * k
-    return [_strip(seq) for seq in best]
+    # sorted() is stable: of equal scores, the first found wins
+    return [sorted(hyps, key=lambda h: -h.score)[:nbest] or [Hypothesis([], -math.inf)] for hyps in found]
 
 
 def _strip(seq: list[int]) -> list[int]:
@@ -122,16 +136,25 @@ def _strip(seq: list[int]) -> list[int]:
     return seq
 
 
-def translate_ids(
-    model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device
-) -> list[list[int]]:
-    """Target ids for every source sentence, in input order; an empty source gives []."""
-    search = greedy if config.beam == 1 else beam_search
-    out: list[list[int]] = [[] for _ in sources]
+def search(
+    model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device, nbest: int = 1
+) -> list[list[Hypothesis]]:
+    """The `nbest` best hypotheses of every source sentence (ids), best first, in input
+    order (greedy search, beam 1, finds one); an empty source gives one empty hypothesis."""
+    out = [[Hypothesis([], 0.0)] for _ in sources]
     order = sorted((i for i, s in enumerate(sources) if s), key=lambda i: len(sources[i]))
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]
         src = pad([sources[i] + [EOS] for i in chunk]).to(device)
-        for i, hyp in zip(chunk, search(model, src, config)):
-            out[i] = hyp
+        found = greedy(model, src, config) if config.beam == 1 else beam_search(model, src, config, nbest)
+        for i, hyps in zip(chunk, found):
+            out[i] = hyps
     return out
+
+
+def translate_ids(
+    model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device
+) -> list[list[int]]:
+    """Target ids of the best hypothesis for every source sentence, in input order; an
+    empty source gives []."""
+    return [hyps[0].tokens for hyps in search(model, sources, config, device)]

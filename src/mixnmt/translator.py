@@ -6,13 +6,17 @@
                     decode_settings()).translate(["A man is riding a bike."])
 
 `translate_file` is what the workflow runs (a file of source ids, from `mixnmt spm-encode`);
-`mixnmt translate --text` reads raw text from a file or standard input.
+`mixnmt translate --text` reads raw text from a file or standard input. Either writes the
+best translation of each line or, with `Output.nbest`, the n best with their scores, and
+with `Output.alignments` the best one's attention weights or responsibilities (JSON lines).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -21,11 +25,12 @@ from pathlib import Path
 from typing import TextIO
 
 from mixnmt import MixnmtError, checkpoint
+from mixnmt.analysis import sentence_weights
 from mixnmt.batching import read_ids
 from mixnmt.config import config_section
 from mixnmt.config import load as load_config
 from mixnmt.data import normalise
-from mixnmt.decode import DecodeConfig, translate_ids
+from mixnmt.decode import DecodeConfig, Hypothesis, search
 from mixnmt.files import read_lines, sha256sum, split_lines, write_json, write_lines
 from mixnmt.manifest import manifest
 
@@ -67,40 +72,107 @@ class Translator:
         loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
         return cls(loaded, config)
 
+    def search(self, sources: list[list[int]], nbest: int = 1) -> list[list[Hypothesis]]:
+        """The `nbest` best hypotheses of each source (ids), best first (see `decode.search`)."""
+        return search(self.inference.model, sources, self.config, self.inference.device, nbest)
+
+    def detokenise(self, hyps: Sequence[Hypothesis]) -> list[str]:
+        """The text of each hypothesis, on one line."""
+        # A line break inside a hypothesis would break the one-line-per-source invariant.
+        return [" ".join(text.split()) for text in self.inference.target.decode([h.tokens for h in hyps])]
+
     def translate_ids(self, sources: list[list[int]]) -> list[str]:
         """One detokenised line per source (ids); an empty source gives an empty line."""
-        hyps = translate_ids(self.inference.model, sources, self.config, self.inference.device)
-        # A line break inside a hypothesis would break the one-line-per-source invariant.
-        return [" ".join(text.split()) for text in self.inference.target.decode(hyps)]
+        return self.detokenise([hyps[0] for hyps in self.search(sources)])
 
     def translate(self, sentences: Sequence[str]) -> list[str]:
         """One translation per sentence, normalised as the corpus was (`data.normalise`)."""
         return self.translate_ids(self.inference.source.encode(normalise(s) for s in sentences))
 
 
+@dataclass(frozen=True)
+class Output:
+    """What `mixnmt translate` writes for each source line, numbered from 0: its best
+    translation; or with `nbest`, its `nbest` best as INDEX<TAB>SCORE<TAB>TRANSLATION lines
+    (SCORE: what beam search ranks by, `decode.Hypothesis`); and with `alignments`, a file
+    of one JSON record per source: the best translation's index, score, source and target
+    subwords, and the model's analysis weights along them with their axes."""
+
+    nbest: int | None = None
+    alignments: Path | None = None
+
+    def render(
+        self, translator: Translator, sources: list[list[int]], first: int = 0
+    ) -> tuple[list[str], list[str]]:
+        """The output lines and alignment records (JSON) of `sources` (ids), the first
+        numbered `first`."""
+        found = translator.search(sources, self.nbest or 1)
+        lines, records = [], []
+        for index, (source, hyps) in enumerate(zip(sources, found), start=first):
+            texts = translator.detokenise(hyps)
+            lines += (
+                [f"{index}\t{h.score:.4f}\t{t}" for h, t in zip(hyps, texts)] if self.nbest else texts[:1]
+            )
+            if self.alignments is not None:
+                records.append(
+                    json.dumps(self._record(translator, index, source, hyps[0]), ensure_ascii=False)
+                )
+        return lines, records
+
+    @staticmethod
+    def _record(translator: Translator, index: int, source: list[int], best: Hypothesis) -> dict:
+        """The alignment record of one source; an empty one, never decoded, has no weights."""
+        record = {"index": index, "score": round(best.score, 4)}
+        if not source:
+            return record | {"source": [], "target": [], "axes": {}, "weights": {}}
+        axes = {name: list(axes) for name, axes in translator.inference.model.analysis_axes.items()}
+        weights = sentence_weights(translator.inference, source, best.tokens)
+        return record | {
+            "source": weights["source"],
+            "target": weights["target"],
+            "axes": axes,
+            "weights": weights["weights"],
+        }
+
+    def write(self, translator: Translator, sources: list[list[int]], output: Path | None) -> None:
+        """Render `sources` and write them to `output` (None: standard output) and the
+        alignments file, each whole or not at all."""
+        lines, records = self.render(translator, sources)
+        if self.alignments is not None:
+            write_lines(self.alignments, records)
+        if output is None:
+            sys.stdout.write("".join(f"{line}\n" for line in lines))
+        else:
+            write_lines(output, lines)
+
+
 def translate_file(
-    translator: Translator, source_ids: Path, output: Path, record: Path | None = None
+    translator: Translator,
+    source_ids: Path,
+    output: Path,
+    record: Path | None = None,
+    written: Output = Output(),
 ) -> None:
-    """Decode a file of source ids into detokenised text, exactly one line per source line,
-    and write to `record` (if given) what made it: code version, inputs, settings, time."""
+    """Decode a file of source ids into detokenised text, one line per source line unless
+    `written` asks for n-best lists, and write to `record` (if given) what made it: code
+    version, inputs, settings, time."""
     loaded, config = translator.inference, translator.config
     sources = read_ids(source_ids, len(loaded.source))
     start = time.perf_counter()
-    lines = translator.translate_ids(sources)
+    written.write(translator, sources, output)
     seconds = time.perf_counter() - start
     if record is not None:
         checkpoint_path, *spm_files = loaded.files
         inputs = {str(p): sha256sum(p) for p in (checkpoint_path, source_ids, *spm_files)}
         made = manifest(inputs, loaded.device, model=loaded.name, decode=dataclasses.asdict(config))
-        write_json(record, made | {"sentences": len(lines), "seconds": round(seconds, 1)})
-    write_lines(output, lines)
+        write_json(record, made | {"sentences": len(sources), "seconds": round(seconds, 1)})
     log.info(
         "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",
         loaded.files[0],
-        len(lines),
+        len(sources),
         config.beam,
         seconds,
-        len(lines) / seconds,
+        len(sources) / seconds,
         output,
     )
 
@@ -125,13 +197,21 @@ def _typed_lines(stream: TextIO) -> Iterator[str]:
         yield from _checked(split_lines(raw, STDIN, number), STDIN, number)
 
 
-def translate_text(translator: Translator, source: Path | None, output: Path | None) -> None:
+def translate_text(
+    translator: Translator, source: Path | None, output: Path | None, written: Output = Output()
+) -> None:
     """Translate raw text, one line per input line: from `source` or standard input (None)
-    to `output` or standard output (None). At a terminal each line is answered as it is
-    typed; otherwise the whole input is translated in batches."""
+    to `output` or standard output (None), as `written` says. At a terminal each line is
+    answered as it is typed (and its alignment record written at once); otherwise the
+    whole input is translated in batches."""
+    encode = translator.inference.source.encode
     if source is None and sys.stdin.isatty():
-        for line in _typed_lines(sys.stdin):
-            print(translator.translate([line])[0], flush=True)
+        with open(written.alignments or os.devnull, "w", encoding="utf-8") as alignments:
+            for index, line in enumerate(_typed_lines(sys.stdin)):
+                lines, records = written.render(translator, encode([normalise(line)]), index)
+                print("\n".join(lines), flush=True)
+                alignments.writelines(f"{r}\n" for r in records)
+                alignments.flush()
         return
     if source is None:
         lines = _checked(split_lines(sys.stdin.buffer.read(), STDIN), STDIN)
@@ -140,8 +220,4 @@ def translate_text(translator: Translator, source: Path | None, output: Path | N
             lines = _checked(read_lines(source), str(source))
         except OSError as e:
             raise MixnmtError(f"{source}: cannot read ({e.strerror})") from None
-    translations = translator.translate(lines)
-    if output is None:
-        sys.stdout.write("".join(f"{line}\n" for line in translations))
-    else:
-        write_lines(output, translations)
+    written.write(translator, encode(normalise(line) for line in lines), output)

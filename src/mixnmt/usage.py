@@ -20,7 +20,7 @@ TOP_TOKENS = 8
 
 def rounded(t: Tensor) -> list:
     """A tensor as (nested) lists, floats to 4 decimals."""
-    return torch.round(t.float(), decimals=4).tolist() if t.is_floating_point() else t.tolist()
+    return torch.round(t.double(), decimals=4).tolist() if t.is_floating_point() else t.tolist()
 
 
 def entropy(p: Tensor) -> Tensor:
