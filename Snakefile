@@ -26,6 +26,11 @@ for overlay in workflow.config_settings.configfiles:
 configfile: "config.yaml"
 
 
+# One image for every rule under `--software-deployment-method apptainer`
+# (workflow/container/mixnmt.def); the conda environments otherwise.
+container: config["container"]
+
+
 report: "workflow/report/workflow.rst"
 
 

@@ -4,6 +4,9 @@ the models and settings the tests use, taken from the configs (no roster of our 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -188,3 +191,39 @@ def command_modules(command: str, nested: bool = True) -> set[str]:
     for name in [function.name, *(c for c in called if c in functions)]:
         found |= imported(functions[name])
     return closure(found, nested)
+
+
+def snakemake(
+    workdir: Path, *args: str, project: Path = ROOT, path: Path | None = None
+) -> subprocess.CompletedProcess:
+    """Run the workflow of `project` (with its package) in `workdir`, where config.yaml is
+    a copy of the project's; `path` goes first on PATH."""
+    first = [str(path)] if path else []
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([*first, str(Path(sys.executable).parent), os.environ["PATH"]]),
+        "PYTHONPATH": str(project / "src"),
+    }
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(project / "Snakefile"),
+            "-d",
+            str(workdir),
+            "--cores",
+            "2",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    return tmp_path

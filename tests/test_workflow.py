@@ -16,46 +16,13 @@ import torch
 import yaml
 
 import tinydata
-from conftest import CONFIG, FAST, ROOT, TINY, TINY_MODELS
+from conftest import CONFIG, FAST, ROOT, TINY, TINY_MODELS, snakemake
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, architecture, resolve
 from mixnmt.tables import TABLES
 
 MODELS = list(CONFIG["models"])
-
-
-def snakemake(workdir: Path, *args: str, project: Path = ROOT) -> subprocess.CompletedProcess:
-    """Run the workflow of `project` (with its package) in `workdir`, where config.yaml is
-    a copy of the project's."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(project / "src"),
-    }
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(project / "Snakefile"),
-            "-d",
-            str(workdir),
-            "--cores",
-            "2",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-
-
-@pytest.fixture
-def workdir(tmp_path) -> Path:
-    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
-    return tmp_path
 
 
 def overlay(workdir: Path, text: str) -> str:
