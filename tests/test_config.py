@@ -197,3 +197,35 @@ def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsy
         for name, p in derived[section]["properties"].items():  # listed, or an option of its own
             assert f"{name}: {p['description']}" in shown or f"{p['description']}" in shown
             assert f"{name}:" in shown or f"--{name.replace('_', '-')}" in shown
+
+
+def test_mixnmt_config_writes_an_overlay_merged_as_dvc_runs_it(tmp_path, monkeypatch, capsys):
+    """`mixnmt config OVERLAY --output config.yaml`: config.yaml with the overlay merged on
+    it, checked, and `only`'s models as the entries of `models` (dvc.yaml's stage pairs);
+    a bad overlay is refused in one line and the output left as it was."""
+    import yaml
+
+    from mixnmt.cli import main
+    from mixnmt.config import merge
+
+    monkeypatch.chdir(ROOT)
+    output = tmp_path / "config.yaml"
+    assert main(["config", "tests/tiny.yaml", "--output", str(output)]) == 0
+    written = yaml.safe_load(output.read_text())
+    expected = merge(CONFIG, TINY)
+    assert written["only"] is None and list(written["models"]) == expected["only"]
+    assert written["models"] == {name: expected["models"][name] for name in expected["only"]}
+    assert {k: v for k, v in written.items() if k not in ("only", "models")} == {
+        k: v for k, v in expected.items() if k not in ("only", "models")
+    }
+    check_strictly(written)  # valid as it stands
+    check(written)
+    assert output.read_text().startswith("# config.yaml with tests/tiny.yaml merged on it")
+    before = output.read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("only: [nonexistent]\n")
+    assert main(["config", str(bad), "--output", str(output)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"mixnmt config: error: only.0: 'nonexistent' is not one of models: {', '.join(CONFIG['models'])}"
+    ]
+    assert output.read_text() == before and sorted(tmp_path.iterdir()) == sorted([output, bad])

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.utils import update_config
 
 import tinydata
 from conftest import CONFIG, FAST, ROOT, TINY, command_modules, module_file
@@ -37,25 +36,28 @@ def run(*command: str, cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
-def project(folder: Path, overlay: Path | None = None) -> Path:
-    """A git + DVC working copy of the project whose config.yaml is config.yaml + `overlay`."""
-    for name in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore"):
+def project(folder: Path, *overlays: Path) -> Path:
+    """A git + DVC working copy of the project whose config.yaml has `overlays` merged on
+    it by `mixnmt config`, as README says to run an overlay with DVC."""
+    for name in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore", "config.yaml"):
         shutil.copy(ROOT / name, folder / name)
     for name in ("workflow", "profiles", "envs"):
         shutil.copytree(ROOT / name, folder / name)
     shutil.copytree(ROOT / "src", folder / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    if overlay:
-        update_config(config, yaml.safe_load(overlay.read_text()))
-    if config["only"]:  # DVC has a stage pair per entry of `models`: keep MODELS of the experiment's
-        config["models"] = {name: config["models"][name] for name in MODELS}
-        config["analysis"]["contrasts"] = [MODELS]
-        config["only"] = None
-    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    if overlays:
+        merge = [sys.executable, "-m", "mixnmt", "config", *map(str, overlays), "--output", "config.yaml"]
+        run(*merge, cwd=folder)
     run("git", "init", "-q", cwd=folder)
     run("dvc", "init", "-q", cwd=folder)
-    run("dvc", "config", "core.analytics", "false", cwd=folder)
+    shutil.copy(ROOT / ".dvc" / "config", folder / ".dvc" / "config")  # the project's, as in a clone
     return folder
+
+
+def two_models(folder: Path) -> Path:
+    """An overlay on the tiny experiment that keeps MODELS: they show every stage, quickly."""
+    path = folder / "two-models.yaml"
+    path.write_text(yaml.safe_dump({"only": MODELS, "analysis": {"contrasts": [MODELS]}}))
+    return path
 
 
 def snakemake(folder: Path, *args: str) -> subprocess.CompletedProcess:
@@ -74,7 +76,7 @@ def stale(work: Path) -> set[str]:
 @pytest.mark.slow
 def test_dvc_repro_push_and_pull(tmp_path):
     (tmp_path / "project").mkdir()
-    work = project(tmp_path / "project", ROOT / "tests" / "tiny.yaml")
+    work = project(tmp_path / "project", ROOT / "tests" / "tiny.yaml", two_models(tmp_path))
     tinydata.write_corpus(work / "data" / "tiny-source")
     snakemake(work, "--until", "download")
     run("dvc", "add", "data", cwd=work)
@@ -122,6 +124,17 @@ def test_dvc_repro_push_and_pull(tmp_path):
     for name in ("validation loss", "validation BLEU"):
         values = plots[name][0]["content"]["data"]["values"]
         assert {v["model"] for v in values} == set(MODELS) and all(v["epoch"] for v in values), name
+
+    # `dvc plots diff` sets the committed run and the experiment apart (their tables are
+    # cached), on a page with Vega inlined: nothing to fetch, so it renders offline.
+    diffed = json.loads(run("dvc", "plots", "diff", "HEAD", "variant", "--json", cwd=work).stdout)["data"]
+    for name in ("validation loss", "validation BLEU"):
+        drawn = {(v["rev"], v["model"]) for entry in diffed[name] for v in entry["content"]["data"]["values"]}
+        assert drawn == {(rev, m) for rev in ("HEAD", "variant") for m in MODELS}, (name, drawn)
+    run("dvc", "plots", "diff", "HEAD", "variant", "-o", str(tmp_path / "plots"), cwd=work)
+    page = (tmp_path / "plots" / "index.html").read_text()
+    assert "<script src" not in page and "https://cdn" not in page
+    assert "vegaEmbed" in page and '"rev": "variant"' in page and '"rev": "HEAD"' in page
 
     checkpoints = {m: sha256sum(out / "checkpoints" / m / "seed1.pt") for m in MODELS}
     run("dvc", "remote", "add", "-d", "store", str(tmp_path / "remote"), cwd=work)

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -258,3 +259,20 @@ def test_the_reports_answer_is_generated_from_the_contrast_table():
     assert (
         page.startswith('<p class="warning">A capped run (max_steps: 5)') and "<li>big against small" in page
     )
+
+
+def test_the_report_shows_the_contrast_table_under_readable_headers():
+    from mixnmt.tables import contrasts_html
+
+    rows = contrast_rows([(1.5, "B better", 0.007)]).assign(
+        params_a=0.8, params_b=0.9, bleu_a=6.0, bleu_b=6.1, chrf_a=20.0, chrf_b=21.5,
+        bleu_p_seeds="0.001 0.140", chrf_p_seeds="0.001 0.001",
+    )  # fmt: skip
+    page = contrasts_html(rows)
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    assert headers[:3] == ["", "BLEU", "chrF"] and "Holm p" in headers and "95% interval" in headers
+    assert not any("_" in h for h in headers)  # no raw column names
+    cells = re.findall(r"<td>([^<]*)</td>", page)
+    assert cells[:6] == ["t0", "small", "big", "3", "0.80", "0.90"]
+    assert cells[6:13] == ["6.00", "6.10", "+0.10", "-0.90 .. +1.10", "1.000", "undecided", "0.001 0.140"]
+    assert cells[13:] == ["20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.007", "B better", "0.001 0.001"]

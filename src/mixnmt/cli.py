@@ -145,6 +145,39 @@ def _add_bootstrap(s: argparse.ArgumentParser) -> None:
     )
 
 
+def config_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "overlays",
+        type=Path,
+        nargs="*",
+        help="config files merged onto config.yaml in order, as --configfile",
+    )
+    s.add_argument(
+        "--output",
+        type=Path,
+        help="write it to this file (config.yaml: what DVC runs); default: standard output",
+    )
+
+
+def cmd_config(a: argparse.Namespace) -> None:
+    import yaml
+
+    from mixnmt.config import for_dvc, load
+    from mixnmt.files import write_text
+
+    merged = for_dvc(load(*a.overlays))
+    names = " ".join(map(str, a.overlays)) or "nothing"
+    text = (
+        f"# config.yaml with {names} merged on it by `mixnmt config`, and `only`'s models as the\n"
+        "# entries of `models` (dvc.yaml has a stage pair per entry). `git checkout config.yaml` undoes it.\n"
+        + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
+    )
+    if a.output is None:
+        sys.stdout.write(text)
+    else:
+        write_text(a.output, text)
+
+
 def download_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("base", help="base address: http(s):// or file:// URL, or a local folder")
     s.add_argument("output", type=Path, help="destination; its name is the file fetched from BASE")
@@ -575,6 +608,9 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "config": Command(
+        cmd_config, config_arguments, "config.yaml with overlays merged, checked, as DVC runs it (YAML)"
+    ),
     "download": Command(
         cmd_download, download_arguments, "fetch one dataset file and verify its size and sha256"
     ),

@@ -183,6 +183,14 @@ def load(*overlays: str | Path) -> dict[str, Any]:
     return config
 
 
+def for_dvc(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` as DVC runs it: dvc.yaml has a stage pair per entry of `models`, so the
+    models that `only` names become the entries, and `only` is null."""
+    if not config["only"]:
+        return config
+    return config | {"models": {name: config["models"][name] for name in config["only"]}, "only": None}
+
+
 def check_strictly(config: dict[str, Any], path: str | Path = SCHEMA) -> None:
     """Raise MixnmtError, naming the key, if `config` breaks the JSON schema (`schema` of
     the file at `path`) once integers must be ints (Snakemake's validation, which fills in

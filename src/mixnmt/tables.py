@@ -90,6 +90,38 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
     return pd.DataFrame(rows, columns=["testset", "a", "b", "seeds"] if not rows else None)
 
 
+CONTRAST_HEADERS = {"testset": "test set", "a": "A", "b": "B", "seeds": "seeds"} | {
+    "params_a": "params A (M)",
+    "params_b": "params B (M)",
+}
+METRIC_HEADERS = {  # per metric, under its name
+    "a": "A",
+    "b": "B",
+    "delta": "B - A",
+    "ci": "95% interval",
+    "p": "Holm p",
+    "verdict": "verdict",
+    "p_seeds": "p per seed (its sentences only)",
+}
+
+
+def contrasts_html(table: pd.DataFrame) -> str:
+    """The contrast table under readable headers, BLEU's columns and chrF's each under
+    their metric; differences signed, p-values with three decimals."""
+    if table.empty:
+        return table_html(table)
+    metrics = {"bleu": "BLEU", "chrf": "chrF"}
+    shown = table[[*CONTRAST_HEADERS, *(f"{m}_{c}" for m in metrics for c in METRIC_HEADERS)]].copy()
+    for m in metrics:
+        shown[f"{m}_p"] = shown[f"{m}_p"].map(lambda x: "" if pd.isna(x) else f"{x:.3f}")
+        shown[f"{m}_delta"] = shown[f"{m}_delta"].map(lambda x: "" if pd.isna(x) else f"{x:+.2f}")
+    shown.columns = pd.MultiIndex.from_tuples(
+        [("", h) for h in CONTRAST_HEADERS.values()]
+        + [(name, h) for name in metrics.values() for h in METRIC_HEADERS.values()]
+    )
+    return shown.to_html(index=False, border=0, float_format=lambda x: f"{x:.2f}", na_rep="")
+
+
 def over_seeds(runs: pd.DataFrame, keys: list[str], means: list[str], spread: str) -> pd.DataFrame:
     """Per `keys`: how many seeds, the mean over seeds of each column of `means`, and the
     standard deviation over seeds of `spread` (`<spread>_sd`)."""
@@ -236,7 +268,7 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
-    "contrasts": Table(contrasts, ("contrast_runs", "manifests"), "contrasts"),
+    "contrasts": Table(contrasts, ("contrast_runs", "manifests"), "contrasts", contrasts_html),
     "reliance": Table(reliance, ("reliance_runs",), "reliance", reliance_html),
     "samples": Table(samples, ("analyses",), "samples"),
     "curves": Table(curves, ("metrics",), "curves", curves_html),
