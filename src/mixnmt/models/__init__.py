@@ -18,6 +18,7 @@ import torch
 from mixnmt import MixnmtError
 from mixnmt.models.attention import Attention
 from mixnmt.models.base import Seq2Seq, State, Weights, reorder
+from mixnmt.models.latent import Latent
 from mixnmt.models.mixture import Mixture
 from mixnmt.models.mixture2 import Mixture2
 from mixnmt.models.rnn import RNN
@@ -30,6 +31,7 @@ REGISTRY: dict[str, type[Seq2Seq]] = {
     "mixture2": Mixture2,
     "transformer": Transformer,
     "attention": Attention,
+    "latent": Latent,
 }
 
 __all__ = [

@@ -1,0 +1,172 @@
+"""Attention as a latent alignment (section 7 of models.md): the source positions are the
+mixture's components and the next-token distribution is their mixture, marginalised
+exactly (Deng et al., 2018), with the posterior fed to the next step as Shankar and
+Sarawagi's posterior attention (2019).
+
+    s_t     = GRU([y_{t-1} ; c_{t-1}], s_{t-1})          c: what `feed` says
+    a_tj    = softmax_j(v^T tanh(W s_t + U h_j))           the prior, padding masked
+    p(v|j)  = softmax_v(E_v . tanh(A s_t + B h_j + C y_{t-1}))
+    p(y_t)  = sum_j a_tj p(y_t | j)
+    q_tj    = a_tj p(y_t | j) / p(y_t)                     the posterior, once y_t is known
+
+`feed: posterior` gives the next step c_t = sum_j q_tj h_j, `prior` sum_j a_tj h_j, and
+`none` nothing. Each step costs one (S, V) block of logits where `attention` has one V
+row; `top_k` > 0 mixes only the k positions of highest prior (renormalised), k V rows.
+`step` returns log p(y_t) as logits (a normalised log-distribution is its own
+log_softmax), so the training loss is the exact negative log marginal likelihood and
+label smoothing acts on the mixture.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from mixnmt.models.base import (
+    Dropout,
+    NonNegativeInt,
+    PositiveInt,
+    Probability,
+    Seq2Seq,
+    State,
+    Weights,
+    source_mask,
+)
+from mixnmt.models.recurrent import BiGRU, GRUCell
+from mixnmt.symbols import PAD
+
+Feed = Literal["posterior", "prior", "none"]
+CHUNK_ELEMENTS = 1 << 24
+"""Logits held at once while mixing: positions are taken in chunks of at most this many
+(batch x positions x vocabulary) elements, their log-sum-exp accumulated."""
+
+
+def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) -> tuple[Tensor, Tensor]:
+    """log p(v) = logsumexp_j(log a_j + log p(v|j)) (B, V) for the log prior (B, n) over n
+    candidates with output features (B, n, d) and the output embeddings (V, d), taking the
+    candidates in chunks; and each candidate's log-normaliser (B, n)."""
+    b, n, _ = features.shape
+    chunk = max(1, CHUNK_ELEMENTS // (b * embeddings.size(0)))
+    mixed, normalisers = None, []
+    for start in range(0, n, chunk):
+        logits = (features[:, start : start + chunk] @ embeddings.t()).float()  # (B, c, V)
+        norm = logits.logsumexp(-1)  # (B, c)
+        part = (log_prior[:, start : start + chunk, None] + logits - norm[..., None]).logsumexp(1)
+        mixed = part if mixed is None else torch.logaddexp(mixed, part)
+        normalisers.append(norm)
+    return mixed, torch.cat(normalisers, 1)
+
+
+class Latent(Seq2Seq):
+    analysis_axes = {"prior": ("target", "source")}
+    compiled_steps = ("advance",)
+
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        shared_vocab: bool,
+        *,
+        d_model: PositiveInt = 256,
+        hidden: PositiveInt = 512,
+        dropout: Probability = 0.2,
+        feed: Feed = "posterior",
+        top_k: NonNegativeInt = 0,
+    ):
+        super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
+        self.feed, self.top_k = feed, top_k
+        self.encoder = BiGRU(d_model, hidden)
+        self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
+        self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
+        self.query = nn.Linear(hidden, hidden)  # W s_t
+        self.score = nn.Linear(hidden, 1, bias=False)  # v
+        self.cell = GRUCell(d_model + (0 if feed == "none" else 2 * hidden), hidden)
+        self.from_state = nn.Linear(hidden, d_model)  # A s_t
+        self.from_source = nn.Linear(2 * hidden, d_model, bias=False)  # B h_j
+        self.from_word = nn.Linear(d_model, d_model, bias=False)  # C y_{t-1}
+        self.drop = Dropout(dropout)
+
+    @property
+    def static_state(self) -> frozenset[str]:
+        return frozenset({"h", "keys", "values", "mask"})
+
+    def encode(self, src: Tensor) -> State:
+        mask = source_mask(src)
+        h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
+        b, s = mask.shape
+        state = {"h": h, "keys": self.keys(h), "values": self.from_source(h), "mask": mask}
+        state["s"] = torch.tanh(self.init(backward_first))
+        if self.feed == "posterior":  # the previous step's prior and output, to read y_{t-1}
+            n = min(self.top_k, s) if self.top_k else s
+            state["log_prior"] = h.new_zeros(b, n)  # c_0 = 0: no weight on any position
+            state["positions"] = torch.zeros(b, n, dtype=torch.long, device=src.device)
+            state["features"] = h.new_zeros(b, n, self.d_model)
+            state["normalisers"] = h.new_zeros(b, n)
+            state["first"] = torch.ones(b, dtype=torch.bool, device=src.device)
+        elif self.feed == "prior":
+            state["c"] = h.new_zeros(b, h.size(-1))
+        return state
+
+    def posterior_context(self, state: State, y: Tensor) -> tuple[Tensor, Tensor]:
+        """c_{t-1} = sum_j q_{t-1,j} h_j (B, 2H) once y_{t-1} (B,) is known, and the
+        posterior over the previous step's candidates (B, n)."""
+        log_likelihood = torch.einsum("bnd,bd->bn", state["features"], self.tgt_embed.weight[y]).float()
+        log_joint = state["log_prior"] + log_likelihood - state["normalisers"]  # log a_j p(y|j)
+        q = log_joint.softmax(-1).masked_fill(state["first"][:, None], 0.0)  # (B, n)
+        h = state["h"].gather(1, state["positions"][..., None].expand(-1, -1, state["h"].size(-1)))
+        return torch.bmm(q[:, None].to(h.dtype), h)[:, 0], q
+
+    def prior(self, state: State, s: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
+        """The log prior (B, n) over the candidates that mix, their source positions (B, n;
+        None: all), and the prior over every source position (B, S), for decoder state s."""
+        scores = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
+        scores = scores.float().masked_fill(~state["mask"], -math.inf)
+        if not self.top_k:
+            return scores.log_softmax(-1), None, scores.softmax(-1)
+        positions = scores.topk(min(self.top_k, scores.size(1)), -1)[1]  # (B, k)
+        return scores.gather(1, positions).log_softmax(-1), positions, scores.softmax(-1)  # renormalised
+
+    def advance(self, state: State, y: Tensor) -> tuple[Tensor, State, Tensor]:
+        """One decoder step after y_{t-1} (B,): log p(y_t) (B, V), the new state, and the
+        prior over the source positions (B, S)."""
+        x = self.drop(self.embed(self.tgt_embed, y))  # (B, d)
+        if self.feed == "posterior":
+            inputs = torch.cat([x, self.posterior_context(state, y)[0]], -1)
+        else:
+            inputs = x if self.feed == "none" else torch.cat([x, state["c"]], -1)
+        s = self.cell(inputs, state["s"])  # (B, H)
+        log_prior, positions, a = self.prior(state, s)
+        values = state["values"]  # B h_j: (B, S, d)
+        if positions is not None:
+            values = values.gather(1, positions[..., None].expand(-1, -1, values.size(-1)))
+        features = self.drop(torch.tanh(self.from_state(s)[:, None] + values + self.from_word(x)[:, None]))
+        logp, normalisers = mixture_logprobs(log_prior, features, self.tgt_embed.weight)
+        new = {**state, "s": s}
+        if self.feed == "posterior":
+            if positions is None:
+                positions = torch.arange(a.size(1), device=a.device).expand(a.size(0), -1)
+            new |= {"log_prior": log_prior, "positions": positions, "features": features}
+            new |= {"normalisers": normalisers, "first": torch.zeros_like(state["first"])}
+        elif self.feed == "prior":
+            new["c"] = torch.bmm(a[:, None].to(state["h"].dtype), state["h"])[:, 0]
+        return logp, new, a
+
+    def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
+        state = self.encode(src)
+        steps, priors = [], []
+        for t in range(tgt.size(1)):
+            logp, state, a = self.advance(state, tgt[:, t])
+            steps.append(logp)
+            priors.append(a)
+        logits = torch.stack(steps, 1)  # (B, T, V): log p(y_t)
+        if not keep_weights:
+            return logits, {}
+        real = (tgt != PAD)[..., None]
+        return logits, {"prior": torch.stack(priors, 1) * real}
+
+    def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
+        logp, state, _ = self.advance(state, y)
+        return logp, state

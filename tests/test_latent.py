@@ -1,0 +1,92 @@
+"""`latent`, the mixture of output distributions over source positions: its likelihood is
+the exact marginal (checked against explicit loops), whatever chunks it is computed in,
+and an exhaustive beam finds its best output."""
+
+import itertools
+
+import pytest
+import torch
+
+from conftest import VARIANTS, decode_config, tiny_model
+from mixnmt.decode import beam_search
+from mixnmt.models import REGISTRY, latent, resolve
+from mixnmt.symbols import BOS, EOS, PAD, UNK
+from test_decode import sequence_logprob
+
+ARCH = next(arch for arch, cls in REGISTRY.items() if cls is latent.Latent)
+LATENT = [name for name, entry in VARIANTS.items() if resolve(name, entry)[0] == ARCH]
+VOCAB = 8  # PAD, UNK, BOS, EOS and four words
+
+
+def model_for(name, seed=0):
+    return tiny_model(name, VOCAB, seed, dropout=0.0)[2]
+
+
+@torch.no_grad()
+def explicit_logprob(model, src: list[int], target: list[int]) -> float:
+    """log p(target + EOS | src) = sum_t log sum_j a_tj p(y_t | j), by loops over steps and
+    source positions, from the model's layers but none of its mixing code."""
+    ids = torch.tensor([src + [EOS]])
+    h, _, backward = model.encoder(model.embed(model.src_embed, ids), ids != PAD)
+    h = h[0]  # (S, 2H)
+    s, c, total, previous = torch.tanh(model.init(backward)), torch.zeros(1, h.size(1)), 0.0, BOS
+    for y in [*target, EOS]:
+        x = model.embed(model.tgt_embed, torch.tensor([previous]))
+        s = model.cell(x if model.feed == "none" else torch.cat([x, c], -1), s)
+        scores = torch.stack(
+            [model.score(torch.tanh(model.query(s) + model.keys(h[j])))[0, 0] for j in range(len(h))]
+        )
+        prior = scores.softmax(0)
+        kept = prior.topk(min(model.top_k, len(h))).indices.tolist() if model.top_k else list(range(len(h)))
+        weight = prior[kept] / prior[kept].sum()
+        likelihood = []
+        for j in kept:  # p(y | j): a softmax over the vocabulary per position
+            f = torch.tanh(model.from_state(s) + model.from_source(h[j]) + model.from_word(x))
+            likelihood.append((f @ model.tgt_embed.weight.t()).softmax(-1)[0, y])
+        joint = weight * torch.stack(likelihood)
+        total += float(joint.sum().log())
+        if model.feed == "posterior":
+            c = (joint / joint.sum()) @ h[kept]
+        elif model.feed == "prior":
+            c = prior @ h
+        c, previous = c.view(1, -1), y
+    return total
+
+
+@pytest.mark.parametrize("name", LATENT)
+@pytest.mark.parametrize("chunk", [latent.CHUNK_ELEMENTS, 1])
+def test_the_likelihood_is_the_exact_marginal_over_alignments(name, chunk, monkeypatch):
+    """Teacher forcing's log p(y) equals explicit loops over steps and positions, also
+    when every source position is its own chunk."""
+    monkeypatch.setattr(latent, "CHUNK_ELEMENTS", chunk)
+    model = model_for(name)
+    g = torch.Generator().manual_seed(1)
+    sources = [torch.randint(4, VOCAB, (n,), generator=g).tolist() for n in (5, 2, 4)]
+    targets = [torch.randint(4, VOCAB, (n,), generator=g).tolist() for n in (3, 4, 1)]
+    src = torch.nn.utils.rnn.pad_sequence([torch.tensor(s + [EOS]) for s in sources], batch_first=True)
+    tgt_in = torch.nn.utils.rnn.pad_sequence([torch.tensor([BOS, *t]) for t in targets], batch_first=True)
+    tgt_out = torch.nn.utils.rnn.pad_sequence([torch.tensor([*t, EOS]) for t in targets], batch_first=True)
+    with torch.no_grad():
+        logp = model(src, tgt_in).gather(-1, tgt_out[..., None])[..., 0].masked_fill(tgt_out == PAD, 0).sum(1)
+    expected = [explicit_logprob(model, s, t) for s, t in zip(sources, targets)]
+    assert logp.tolist() == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", LATENT)
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_a_beam_as_wide_as_the_vocabulary_finds_the_best_two_token_output(name, length_penalty):
+    """At most two tokens before EOS (forced at the limit): a beam of the vocabulary's size
+    keeps every one-token prefix and the best two-token ones, so it finds the best of the
+    31 outputs under the search's own scores."""
+    model = model_for(name, seed=2)
+    src = torch.tensor([[4, 5, 6, EOS]])
+    config = decode_config(beam=VOCAB, length_penalty=length_penalty, max_len_a=0.0, max_len_b=3)
+    words = [UNK, *range(4, VOCAB)]
+    candidates = [list(c) for n in range(3) for c in itertools.product(words, repeat=n)]
+    with torch.no_grad():
+        scored = {
+            tuple(c): sequence_logprob(model, src, c, 3) / (len(c) + 1) ** length_penalty for c in candidates
+        }
+    ((found,),) = beam_search(model, src, config)
+    assert tuple(found.tokens) == max(scored, key=scored.get)
+    assert found.score == pytest.approx(max(scored.values()), abs=1e-5)
