@@ -23,13 +23,15 @@ def model_for(name, seed=0):
 
 
 @torch.no_grad()
-def explicit_logprob(model, src: list[int], target: list[int]) -> float:
+def explicit(model, src: list[int], target: list[int]) -> tuple[float, torch.Tensor]:
     """log p(target + EOS | src) = sum_t log sum_j a_tj p(y_t | j), by loops over steps and
-    source positions, from the model's layers but none of its mixing code."""
+    source positions, from the model's layers but none of its mixing code; and the
+    posteriors q_tj (T, S)."""
     ids = torch.tensor([src + [EOS]])
     h, _, backward = model.encoder(model.embed(model.src_embed, ids), ids != PAD)
     h = h[0]  # (S, 2H)
     s, c, total, previous = torch.tanh(model.init(backward)), torch.zeros(1, h.size(1)), 0.0, BOS
+    posteriors = []
     for y in [*target, EOS]:
         x = model.embed(model.tgt_embed, torch.tensor([previous]))
         s = model.cell(x if model.feed == "none" else torch.cat([x, c], -1), s)
@@ -45,19 +47,20 @@ def explicit_logprob(model, src: list[int], target: list[int]) -> float:
             likelihood.append((f @ model.tgt_embed.weight.t()).softmax(-1)[0, y])
         joint = weight * torch.stack(likelihood)
         total += float(joint.sum().log())
+        posteriors.append(torch.zeros(len(h)).index_put((torch.tensor(kept),), joint / joint.sum()))
         if model.feed == "posterior":
             c = (joint / joint.sum()) @ h[kept]
         elif model.feed == "prior":
             c = prior @ h
         c, previous = c.view(1, -1), y
-    return total
+    return total, torch.stack(posteriors)
 
 
 @pytest.mark.parametrize("name", LATENT)
 @pytest.mark.parametrize("chunk", [latent.CHUNK_ELEMENTS, 1])
 def test_the_likelihood_is_the_exact_marginal_over_alignments(name, chunk, monkeypatch):
     """Teacher forcing's log p(y) equals explicit loops over steps and positions, also
-    when every source position is its own chunk."""
+    when every source position is its own chunk, and so do the posteriors it reports."""
     monkeypatch.setattr(latent, "CHUNK_ELEMENTS", chunk)
     model = model_for(name)
     g = torch.Generator().manual_seed(1)
@@ -68,8 +71,12 @@ def test_the_likelihood_is_the_exact_marginal_over_alignments(name, chunk, monke
     tgt_out = torch.nn.utils.rnn.pad_sequence([torch.tensor([*t, EOS]) for t in targets], batch_first=True)
     with torch.no_grad():
         logp = model(src, tgt_in).gather(-1, tgt_out[..., None])[..., 0].masked_fill(tgt_out == PAD, 0).sum(1)
-    expected = [explicit_logprob(model, s, t) for s, t in zip(sources, targets)]
-    assert logp.tolist() == pytest.approx(expected, abs=1e-4)
+    expected = [explicit(model, s, t) for s, t in zip(sources, targets)]
+    assert logp.tolist() == pytest.approx([total for total, _ in expected], abs=1e-4)
+    with torch.no_grad():
+        posterior = model.analyse(src, tgt_in)["posterior"]  # (B, T, S)
+    for i, (_, q) in enumerate(expected):
+        assert torch.allclose(posterior[i, : q.size(0), : q.size(1)], q, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", LATENT)

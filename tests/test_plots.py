@@ -267,3 +267,16 @@ def test_contrast_table_shows_each_models_size_beside_the_seed_level_statistics(
         [5.19, 4.96, 0.5, 0.2, "undecided"]
     ]
     assert table.bleu_ci.iloc[0] == "-0.50 .. +1.50" and table.bleu_p_seeds.iloc[0] == "0.010 0.300"
+
+
+def test_a_model_with_several_alignments_gets_a_row_for_each():
+    """A prior and a posterior over the source are two rows named after them; a model
+    with one alignment keeps its name alone."""
+    from mixnmt.plots import alignment_panels
+
+    w = [[1.0, 0.0], [0.0, 1.0]]
+    sentence = {"weights": {"prior": w, "posterior": w, "alignment": w}}
+    two = {"model": "m", "axes": {"prior": ["target", "source"], "posterior": ["target", "source"]}}
+    one = {"model": "a", "axes": {"alignment": ["target", "source"]}}
+    assert [row for row, _, _ in alignment_panels(two, sentence)] == ["m prior", "m posterior"]
+    assert [(row, title) for row, title, _ in alignment_panels(one, sentence)] == [("a", "a")]

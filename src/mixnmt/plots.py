@@ -137,14 +137,17 @@ def entropy_rows(weights: np.ndarray) -> float:
 
 def alignment_panels(analysis: dict[str, Any], sentence: dict[str, Any]) -> list[tuple[str, str, np.ndarray]]:
     """(row, title, target x source matrix) for every source alignment of a model on a
-    sentence: per layer the mean over heads and the most peaked head, if it has several."""
+    sentence: per layer the mean over heads and the most peaked head, if it has several;
+    each named after its weights where a model has several (a prior and a posterior)."""
     model, panels = analysis["model"], []
+    plain = [name for name, axes in analysis["axes"].items() if axes == ["target", "source"]]
     for name, axes in analysis["axes"].items():
         if axes[-2:] != ["target", "source"]:
             continue
         w = np.asarray(sentence["weights"][name])
         if axes == ["target", "source"]:
-            panels.append((model, model, w))
+            label = model if len(plain) == 1 else f"{model} {name.replace('_', ' ')}"
+            panels.append((label, label, w))
             continue
         for layer, heads in enumerate(w, start=1):  # (layer, head, target, source)
             peaked = min(range(len(heads)), key=lambda h: entropy_rows(heads[h]))

@@ -36,7 +36,7 @@ from mixnmt.models.base import (
     source_mask,
 )
 from mixnmt.models.recurrent import BiGRU, GRUCell
-from mixnmt.symbols import PAD
+from mixnmt.symbols import EOS, PAD
 
 Feed = Literal["posterior", "prior", "none"]
 CHUNK_ELEMENTS = 1 << 24
@@ -61,7 +61,7 @@ def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) ->
 
 
 class Latent(Seq2Seq):
-    analysis_axes = {"prior": ("target", "source")}
+    analysis_axes = {"prior": ("target", "source"), "posterior": ("target", "source")}
     compiled_steps = ("advance",)
 
     def __init__(
@@ -110,62 +110,76 @@ class Latent(Seq2Seq):
             state["c"] = h.new_zeros(b, h.size(-1))
         return state
 
-    def posterior_context(self, state: State, y: Tensor) -> tuple[Tensor, Tensor]:
-        """c_{t-1} = sum_j q_{t-1,j} h_j (B, 2H) once y_{t-1} (B,) is known, and the
-        posterior over the previous step's candidates (B, n)."""
-        log_likelihood = torch.einsum("bnd,bd->bn", state["features"], self.tgt_embed.weight[y]).float()
-        log_joint = state["log_prior"] + log_likelihood - state["normalisers"]  # log a_j p(y|j)
-        q = log_joint.softmax(-1).masked_fill(state["first"][:, None], 0.0)  # (B, n)
-        h = state["h"].gather(1, state["positions"][..., None].expand(-1, -1, state["h"].size(-1)))
-        return torch.bmm(q[:, None].to(h.dtype), h)[:, 0], q
+    def posterior(self, mixing: State, y: Tensor) -> Tensor:
+        """q_j = a_j p(y|j) / p(y) (B, n) over a step's mixed candidates, for its output y (B,)."""
+        log_likelihood = torch.einsum("bnd,bd->bn", mixing["features"], self.tgt_embed.weight[y]).float()
+        return (mixing["log_prior"] + log_likelihood - mixing["normalisers"]).softmax(-1)
 
-    def prior(self, state: State, s: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
-        """The log prior (B, n) over the candidates that mix, their source positions (B, n;
-        None: all), and the prior over every source position (B, S), for decoder state s."""
+    def posterior_context(self, state: State, y: Tensor) -> Tensor:
+        """c_{t-1} = sum_j q_{t-1,j} h_j (B, 2H) once y_{t-1} (B,) is known; 0 at t = 1."""
+        q = self.posterior(state, y).masked_fill(state["first"][:, None], 0.0)  # (B, n)
+        h = state["h"].gather(1, state["positions"][..., None].expand(-1, -1, state["h"].size(-1)))
+        return torch.bmm(q[:, None].to(h.dtype), h)[:, 0]
+
+    def prior(self, state: State, s: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The log prior (B, n) over the candidates that mix, their source positions (B, n),
+        and the prior over every source position (B, S), for decoder state s."""
         scores = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
         scores = scores.float().masked_fill(~state["mask"], -math.inf)
         if not self.top_k:
-            return scores.log_softmax(-1), None, scores.softmax(-1)
+            every = torch.arange(scores.size(1), device=s.device).expand(scores.size(0), -1)
+            return scores.log_softmax(-1), every, scores.softmax(-1)
         positions = scores.topk(min(self.top_k, scores.size(1)), -1)[1]  # (B, k)
         return scores.gather(1, positions).log_softmax(-1), positions, scores.softmax(-1)  # renormalised
 
-    def advance(self, state: State, y: Tensor) -> tuple[Tensor, State, Tensor]:
-        """One decoder step after y_{t-1} (B,): log p(y_t) (B, V), the new state, and the
-        prior over the source positions (B, S)."""
+    def advance(self, state: State, y: Tensor) -> tuple[Tensor, State, State]:
+        """One decoder step after y_{t-1} (B,): log p(y_t) (B, V), the new state, and how
+        it mixed: the full prior over source positions (B, S), and of the n candidates
+        that mix their log prior, positions, output features and log-normalisers."""
         x = self.drop(self.embed(self.tgt_embed, y))  # (B, d)
         if self.feed == "posterior":
-            inputs = torch.cat([x, self.posterior_context(state, y)[0]], -1)
+            inputs = torch.cat([x, self.posterior_context(state, y)], -1)
         else:
             inputs = x if self.feed == "none" else torch.cat([x, state["c"]], -1)
         s = self.cell(inputs, state["s"])  # (B, H)
         log_prior, positions, a = self.prior(state, s)
-        values = state["values"]  # B h_j: (B, S, d)
-        if positions is not None:
-            values = values.gather(1, positions[..., None].expand(-1, -1, values.size(-1)))
+        values = state["values"].gather(1, positions[..., None].expand(-1, -1, self.d_model))  # B h_j
         features = self.drop(torch.tanh(self.from_state(s)[:, None] + values + self.from_word(x)[:, None]))
         logp, normalisers = mixture_logprobs(log_prior, features, self.tgt_embed.weight)
+        mixing = {
+            "log_prior": log_prior,
+            "positions": positions,
+            "features": features,
+            "normalisers": normalisers,
+        }
         new = {**state, "s": s}
         if self.feed == "posterior":
-            if positions is None:
-                positions = torch.arange(a.size(1), device=a.device).expand(a.size(0), -1)
-            new |= {"log_prior": log_prior, "positions": positions, "features": features}
-            new |= {"normalisers": normalisers, "first": torch.zeros_like(state["first"])}
+            new |= mixing | {"first": torch.zeros_like(state["first"])}
         elif self.feed == "prior":
             new["c"] = torch.bmm(a[:, None].to(state["h"].dtype), state["h"])[:, 0]
-        return logp, new, a
+        return logp, new, mixing | {"prior": a}
 
     def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
         state = self.encode(src)
-        steps, priors = [], []
+        steps, priors, posteriors = [], [], []
+        # what each step outputs: the next prefix token, EOS after the last (as collated)
+        following = torch.cat([tgt[:, 1:], tgt.new_full((tgt.size(0), 1), PAD)], 1)
+        following = following.masked_fill((following == PAD) & (tgt != PAD), EOS)
         for t in range(tgt.size(1)):
-            logp, state, a = self.advance(state, tgt[:, t])
+            logp, state, mixing = self.advance(state, tgt[:, t])
             steps.append(logp)
-            priors.append(a)
+            if keep_weights:
+                priors.append(mixing["prior"])
+                q = self.posterior(mixing, following[:, t])
+                posteriors.append(torch.zeros_like(mixing["prior"]).scatter(1, mixing["positions"], q))
         logits = torch.stack(steps, 1)  # (B, T, V): log p(y_t)
         if not keep_weights:
             return logits, {}
         real = (tgt != PAD)[..., None]
-        return logits, {"prior": torch.stack(priors, 1) * real}
+        return logits, {
+            "prior": torch.stack(priors, 1) * real,
+            "posterior": torch.stack(posteriors, 1) * real,
+        }
 
     def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
         logp, state, _ = self.advance(state, y)
