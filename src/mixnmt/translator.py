@@ -107,12 +107,11 @@ class Output:
         """The output lines and alignment records (JSON) of `sources` (ids), the first
         numbered `first`."""
         found = translator.search(sources, self.nbest or 1)
+        texts = iter(translator.detokenise([h for hyps in found for h in hyps]))  # in one call
         lines, records = [], []
         for index, (source, hyps) in enumerate(zip(sources, found), start=first):
-            texts = translator.detokenise(hyps)
-            lines += (
-                [f"{index}\t{h.score:.4f}\t{t}" for h, t in zip(hyps, texts)] if self.nbest else texts[:1]
-            )
+            scored = [(h, next(texts)) for h in hyps]
+            lines += [f"{index}\t{h.score:.4f}\t{t}" for h, t in scored] if self.nbest else [scored[0][1]]
             if self.alignments is not None:
                 records.append(
                     json.dumps(self._record(translator, index, source, hyps[0]), ensure_ascii=False)
