@@ -7,6 +7,7 @@ import torch
 
 from conftest import TINY_MODELS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
+from mixnmt.alignment import parse
 from mixnmt.analysis import analyse
 from mixnmt.batching import read_ids
 from mixnmt.files import read_lines
@@ -19,6 +20,7 @@ def test_set(tiny_source, tiny_spm, tmp_path_factory):
     """Source ids of a tiny test set and a 'translation' of it (its references)."""
     folder = tmp_path_factory.mktemp("analysis")
     tokenize.encode_file(tiny_spm, tiny_source / "test_a.en", folder / "test.ids")
+    (folder / "test.en").write_bytes((tiny_source / "test_a.en").read_bytes())  # beside the ids
     return folder / "test.ids", tiny_source / "test_a.de"
 
 
@@ -62,6 +64,7 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
             assert [shape[axes.index(a)] for a in lengths if a in axes] == [
                 lengths[a] for a in lengths if a in axes
             ]
+    check_reference_alignments(result, tiny_spm, source_ids, references)
     mixtures = {w for w, axes in result["axes"].items() if axes[-1] == "component"}
     assert set(result["components"]) == mixtures  # every mixture summarised
     if not mixtures:
@@ -86,6 +89,41 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
         assert all(
             len(tokens) <= 8 and tokens[0][1] >= tokens[-1][1] for tokens in stats["top_tokens"].values()
         )
+
+
+def check_reference_alignments(result: dict, tiny_spm, source_ids, references) -> None:
+    """Word counts are the raw text's; every weight over source positions (a Transformer's
+    per head and averaged) links words within them, no more links than target subwords;
+    a prior and a posterior have entropies within [0, log S] and KL(posterior || prior)
+    >= 0 on every target token (EOS included)."""
+    reference, ids = result["reference"], read_lines(source_ids)
+    raw = zip(read_lines(source_ids.parent / "test.en"), read_lines(references))
+    tok = tokenize.Tokenizer(tiny_spm)
+    counts = [[len(s.split()), len(r.split())] if i else [0, 0] for i, (s, r) in zip(ids, raw)]
+    assert reference["words"] == counts
+    expected = set()
+    for weight, axes in result["axes"].items():
+        if axes == ["target", "source"]:
+            expected.add(weight)
+        elif axes == ["layer", "head", "target", "source"]:
+            layers, heads = np.asarray(result["sentences"][0]["weights"][weight]).shape[:2]
+            expected |= {f"{weight} mean"} | {
+                f"{weight} layer {a + 1} head {b + 1}" for a, b in np.ndindex(layers, heads)
+            }
+    assert set(reference["links"]) == expected
+    subwords = [len(tok.encode([r])[0]) if i else 0 for i, r in zip(ids, read_lines(references))]
+    for links in reference["links"].values():
+        for line, (n_src, n_tgt), n in zip(links, counts, subwords, strict=True):
+            pairs = parse(line)
+            assert all(0 <= i < n_src and 0 <= j < n_tgt for i, j in pairs) and len(pairs) <= n
+    if {"prior", "posterior"} <= result["axes"].keys():
+        tokens = reference["tokens"]
+        assert all(len(v) == sum(n + 1 for n, i in zip(subwords, ids) if i) for v in tokens.values())
+        longest = math.log(max(len(i.split()) + 1 for i in ids))
+        assert all(0 <= h <= longest + 1e-3 for h in tokens["prior_entropy"] + tokens["posterior_entropy"])
+        assert min(tokens["kl"]) >= -1e-4 and max(tokens["kl"]) > 0
+    else:
+        assert "tokens" not in reference
 
 
 def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp_path):

@@ -196,7 +196,7 @@ STAGE_COMMANDS = {
     "prepare": ["download", "prepare", "spm_train", "spm_encode"],
     "train": ["train"],
     "evaluate": ["translate", "score", "speed", "analyse", "reliance"],
-    "report": ["significance", "contrasts", "lengths", "aggregate", "table", "plot", "report"],
+    "report": ["significance", "contrasts", "lengths", "aggregate", "silver", "table", "plot", "report"],
 }
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mixnmt import plots
+from mixnmt import plots, tables
 from mixnmt.figures import FIGURES
 from mixnmt.inputs import INPUTS
 from mixnmt.tables import TABLES
@@ -91,6 +91,20 @@ COST = pd.DataFrame(
     }
 )
 
+TOKENS = {"prior_entropy": [1.0, 0.5, 2.0], "posterior_entropy": [0.1, 0.5, 1.0], "kl": [0.9, 0.0, 1.2]}
+LATENT = {"model": "latent", "reference": {"tokens": TOKENS}}
+NO_POSTERIOR = {"model": "plain", "reference": {}}
+ERRORS = pd.DataFrame(
+    {
+        "model": ["latent", "latent"],
+        "weights": ["prior", "posterior"],
+        "sentences": [10, 10],
+        "aer": [0.4, 0.3],
+        "precision": [0.6, 0.7],
+        "recall": [0.6, 0.7],
+    }
+)
+
 
 @pytest.mark.parametrize(
     ("name", "inputs"),
@@ -115,6 +129,9 @@ COST = pd.DataFrame(
         ),
         ("alignments", {"analyses": [PLAIN, MIX]}),  # nothing to draw: says so
         ("responsibilities", {"analyses": [PLAIN]}),
+        ("alignment_errors", {"alignment_errors": ERRORS}),
+        ("posteriors", {"analyses": [LATENT, NO_POSTERIOR]}),
+        ("posteriors", {"analyses": [NO_POSTERIOR]}),  # nothing to draw: says so
     ],
 )
 def test_figures_are_written_as_png_and_svg(name, inputs, tmp_path):
@@ -280,3 +297,11 @@ def test_a_model_with_several_alignments_gets_a_row_for_each():
     one = {"model": "a", "axes": {"alignment": ["target", "source"]}}
     assert [row for row, _, _ in alignment_panels(two, sentence)] == ["m prior", "m posterior"]
     assert [(row, title) for row, title, _ in alignment_panels(one, sentence)] == [("a", "a")]
+
+
+def test_posterior_table_averages_each_latent_models_tokens():
+    table = tables.posteriors([NO_POSTERIOR, LATENT])
+    assert table.model.tolist() == ["latent"] and table.tokens.tolist() == [3]
+    assert table.prior_entropy[0] == pytest.approx(3.5 / 3, abs=1e-3)
+    assert table.posterior_entropy[0] == pytest.approx(1.6 / 3, abs=1e-3)
+    assert table.kl[0] == pytest.approx(0.7) and table.kl_median[0] == 0.9

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -430,6 +431,23 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     for name in mixtures:
         usage = pd.read_csv(out / "train" / name / "seed1" / "metrics.tsv", sep="\t")
         assert any(column.endswith(".mi") for column in usage.columns), name
+    # Word alignments against the silver ones (where eflomal is installed; else it says why).
+    errors = pd.read_csv(out / "tables" / "alignment_errors.tsv", sep="\t")
+    if importlib.util.find_spec("eflomal") is None:
+        assert errors.weights.str.startswith("skipped: eflomal is not installed").all()
+    else:
+        scored = {
+            ("attention", "alignment"),
+            ("latent", "prior"),
+            ("latent", "posterior"),
+            ("sixth", "alignment"),
+        }
+        assert scored | {("transformer", "cross_attention mean")} <= set(zip(errors.model, errors.weights))
+        best = errors[errors.weights.str.startswith("cross_attention best head")]
+        assert best.model.tolist() == [FAST, f"{FAST}-variant"]  # one head of each Transformer
+        assert errors.aer.between(0, 1).all() and (errors.sentences == 29).all()  # test_a's non-empty lines
+    posteriors = pd.read_csv(out / "tables" / "posteriors.tsv", sep="\t")
+    assert posteriors.model.tolist() == ["latent"] and (posteriors.kl > 0).all()
     for name in FIGURES:
         png = (out / "figures" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name

@@ -1,19 +1,26 @@
 """What the models mix: alignments and responsibilities on fixed sentences, and how the
-mixture components are used over a whole test set. Weights are read while each model
-reads its own translation (teacher forcing on its output), i.e. as it decoded it."""
+mixture components are used over a whole test set, read while each model reads its own
+translation (teacher forcing on its output), i.e. as it decoded it; and, while it reads
+the references, its word alignments and how much each target word moves a prior over
+source positions (the posterior's entropy and divergence from the prior)."""
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from torch import Tensor
 
 from mixnmt import MixnmtError, checkpoint
+from mixnmt.alignment import pharaoh, word_links, words
 from mixnmt.batching import ParallelData, read_ids
 from mixnmt.files import read_lines, write_json
-from mixnmt.usage import component_usage, rounded
+from mixnmt.models.base import Seq2Seq, Weights
+from mixnmt.usage import component_usage, entropy, rounded
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +37,64 @@ def sentence_weights(loaded: checkpoint.Inference, source: list[int], target: li
         "target": loaded.target.pieces(batch.tgt_out[0].tolist()),
         "weights": {name: rounded(w[0]) for name, w in weights.items()},
     }
+
+
+def source_weights(model: Seq2Seq, weights: Weights) -> dict[str, Tensor]:
+    """Each of the model's weights over source positions as (B, T, S): its target x
+    source weights, and of layer x head ones every head and their mean."""
+    found = {}
+    for name, axes in model.analysis_axes.items():
+        if axes == ("target", "source"):
+            found[name] = weights[name]
+        elif axes == ("layer", "head", "target", "source"):
+            w = weights[name]  # (B, L, H, T, S)
+            found[f"{name} mean"] = w.mean((1, 2))
+            for layer, head in np.ndindex(*w.shape[1:3]):
+                found[f"{name} layer {layer + 1} head {head + 1}"] = w[:, layer, head]
+    return found
+
+
+def divergence(q: Tensor, p: Tensor) -> Tensor:
+    """KL(q || p) (nats) over the last axis."""
+    return (q * (q.clamp_min(1e-30).log() - p.clamp_min(1e-30).log())).sum(-1)
+
+
+@torch.no_grad()
+def reference_alignments(
+    loaded: checkpoint.Inference, sources: list[list[int]], references: list[str]
+) -> dict[str, Any]:
+    """While the model reads the references: each sentence's word counts (source,
+    target), its word alignments per source weight (Pharaoh, `mixnmt.alignment`), and
+    for a model with a prior and a posterior over source positions, per target token
+    (EOS included) the entropy of each and KL(posterior || prior), in nats."""
+    model, src_tok, tgt_tok = loaded.model, loaded.source, loaded.target
+    if len(references) != len(sources):
+        raise MixnmtError(f"{len(references)} references for {len(sources)} sources")
+    kept = [i for i, s in enumerate(sources) if s]  # empty lines were never translated
+    targets = tgt_tok.encode(references)
+    data = ParallelData([sources[i] for i in kept], [targets[i] for i in kept])
+    counts, links = [[0, 0] for _ in sources], defaultdict(lambda: [""] * len(sources))
+    tokens = defaultdict(list)
+    for indices in data.batches(max_tokens=8192):
+        batch = data.collate(indices).to(loaded.device)
+        weights = model.analyse(batch.src, batch.tgt_in)
+        named = {name: w.float().cpu().numpy() for name, w in source_weights(model, weights).items()}
+        for row, k in enumerate(indices):
+            s, t = len(data.src[k]) + 1, len(data.tgt[k]) + 1
+            source = words(src_tok.pieces(batch.src[row, :s].tolist()))
+            target = words(tgt_tok.pieces(batch.tgt_out[row, :t].tolist()))
+            counts[kept[k]] = [len(set(source) - {None}), len(set(target) - {None})]
+            for name, w in named.items():
+                links[name][kept[k]] = pharaoh(word_links(w[row, :t, :s], source, target))
+            if {"prior", "posterior"} <= weights.keys():
+                prior, posterior = (
+                    weights["prior"][row, :t, :s].float(),
+                    weights["posterior"][row, :t, :s].float(),
+                )
+                tokens["prior_entropy"] += rounded(entropy(prior))
+                tokens["posterior_entropy"] += rounded(entropy(posterior))
+                tokens["kl"] += rounded(divergence(posterior, prior))
+    return {"words": counts, "links": dict(links), **({"tokens": dict(tokens)} if tokens else {})}
 
 
 @torch.no_grad()
@@ -75,6 +140,7 @@ def analyse(
         "axes": {name: list(axes) for name, axes in model.analysis_axes.items()},
         "sentences": shown,
         "components": component_usage(model, test, {"source": src_tok, "target": tgt_tok}, device),
+        "reference": reference_alignments(loaded, sources, reference_lines),
     }
     write_json(output, result, indent=None)
     log.info("%s: weights on %d sentences -> %s", name, len(shown), output)

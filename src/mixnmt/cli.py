@@ -531,6 +531,20 @@ def cmd_analyse(a: argparse.Namespace) -> None:
     analyse(_loaded(a), a.input, a.translation, a.references, a.sentences, a.output)
 
 
+def silver_arguments(s: argparse.ArgumentParser) -> None:
+    pair = {"type": Path, "nargs": 2, "required": True, "metavar": ("SRC", "TGT")}
+    s.add_argument("--train", **pair, help="the training corpus (text), also aligned by the aligner")
+    s.add_argument("--test", **pair, help="the test set (text) whose alignments are written")
+    s.add_argument("--settings", type=json.loads, required=True, help="eflomal.Aligner's arguments (JSON)")
+    s.add_argument("output", type=Path, help="JSON: settings, sure and possible links (Pharaoh)")
+
+
+def cmd_silver(a: argparse.Namespace) -> None:
+    from mixnmt.alignment import silver
+
+    silver(a.train, a.test, a.settings, a.output)
+
+
 def _members(s: argparse.ArgumentParser, registry: dict, metavar: str, output: str) -> None:
     """One subcommand per member of a registry (TABLES, FIGURES), with the inputs it declares."""
     members = s.add_subparsers(dest="name", required=True, metavar=metavar)
@@ -641,6 +655,11 @@ COMMANDS: dict[str, Command] = {
         "how much the true source raises validation tokens' probability over others",
     ),
     "analyse": Command(cmd_analyse, analyse_arguments, "alignments and mixture responsibilities of a model"),
+    "silver": Command(
+        cmd_silver,
+        silver_arguments,
+        "silver word alignments of the test set by a statistical aligner (eflomal)",
+    ),
     "table": Command(cmd_table, table_arguments, "build one of the study's tables"),
     "plot": Command(cmd_plot, plot_arguments, "draw one of the study's figures"),
     "report": Command(cmd_report, report_arguments, "the self-contained HTML report"),

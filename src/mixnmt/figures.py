@@ -33,6 +33,18 @@ FIGURES: dict[str, Figure] = {
     "alignments": Figure(
         "source x target attention on fixed sentences", "alignments", ("analyses",), "alignments"
     ),
+    "alignment_errors": Figure(
+        "alignment error rate of each model's source weights against silver word alignments",
+        "alignment_errors",
+        ("alignment_errors",),
+        "alignments",
+    ),
+    "posteriors": Figure(
+        "per target token: entropy of the prior and the posterior over source positions, and their KL",
+        "posteriors",
+        ("analyses",),
+        "alignments",
+    ),
     "responsibilities": Figure(
         "step x component responsibilities on fixed sentences", "responsibilities", ("analyses",), "mixtures"
     ),

@@ -59,8 +59,12 @@ INPUTS: dict[str, Input] = {
     "contrast_runs": Input(
         "`mixnmt contrasts` files, one per test set", lambda paths: [read_json(p) for p in paths]
     ),
+    "silver": Input("silver word alignments (mixnmt silver)", read_json, single=True),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),
     "reliance": Input("the source-reliance table (tables/reliance.tsv)", read_table, single=True),
+    "alignment_errors": Input(
+        "the alignment error table (tables/alignment_errors.tsv)", read_table, single=True
+    ),
     "use": Input("the mass-against-use table (tables/use.tsv)", read_table, single=True),
 }

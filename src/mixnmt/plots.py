@@ -326,6 +326,62 @@ def use(use: pd.DataFrame) -> Figure:
     return fig
 
 
+def alignment_errors(alignment_errors: pd.DataFrame) -> Figure:
+    """Alignment error rate of each model's source weights against the silver word
+    alignments (lower is better), precision and recall beside it."""
+    table = alignment_errors.dropna(subset=["aer"])
+    if table.empty:
+        return empty(
+            alignment_errors.weights.iloc[0] if len(alignment_errors) else "No source weights to align."
+        )
+    colors = palette(table.model)
+    labels = [f"{row.model}: {row.weights.replace('_', ' ')}" for row in table.itertuples()]
+    fig, axes = plt.subplots(
+        1, 3, figsize=(10, 0.8 + 0.35 * len(table)), sharey=True, squeeze=False, layout="constrained"
+    )
+    for ax, column in zip(axes[0], ("aer", "precision", "recall")):
+        ax.barh(labels, table[column], color=[colors[m] for m in table.model])
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(column if column != "aer" else "alignment error rate (lower is better)")
+    axes[0, 0].invert_yaxis()
+    return fig
+
+
+def posteriors(analyses: list[dict[str, Any]]) -> Figure:
+    """Per target token of the references, for each model with a prior and a posterior
+    over source positions: the entropy of each (nats) and KL(posterior || prior)."""
+    found = [(a["model"], tokens) for a in analyses if (tokens := a["reference"].get("tokens"))]
+    if not found:
+        return empty("No model with a prior and a posterior over source positions.")
+    colors = palette(a["model"] for a in analyses)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), squeeze=False, layout="constrained")
+    for model, tokens in found:
+        prior, posterior = np.array(tokens["prior_entropy"]), np.array(tokens["posterior_entropy"])
+        top = max(prior.max(), posterior.max(), 1e-3)
+        axes[0, 0].hist(
+            prior, bins=40, range=(0, top), histtype="step", color=colors[model], label=f"{model} prior"
+        )
+        axes[0, 0].hist(
+            posterior,
+            bins=40,
+            range=(0, top),
+            histtype="step",
+            ls="--",
+            color=colors[model],
+            label=f"{model} posterior",
+        )
+        kl = np.array(tokens["kl"])
+        axes[0, 1].hist(
+            kl, bins=40, histtype="step", color=colors[model], label=f"{model}: mean {kl.mean():.2f}"
+        )
+    axes[0, 0].set_xlabel("entropy over source positions (nats)")
+    axes[0, 0].set_ylabel("target tokens")
+    axes[0, 1].set_xlabel("KL(posterior || prior) (nats)")
+    for ax in axes[0]:
+        ax.legend(frameon=False, fontsize=8)
+    return fig
+
+
 def reliance(reliance: pd.DataFrame) -> Figure:
     """The source-reliance estimate by target position (the reliance table's means over
     seeds): how much each model still reads its source as the sentence goes on."""

@@ -6,11 +6,16 @@ report shows it."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+from mixnmt import MixnmtError
+from mixnmt.alignment import error_rate, parse
 
 
 def table_html(table: pd.DataFrame) -> str:
@@ -240,6 +245,55 @@ def mixing(analyses: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def alignment_errors(analyses: list[dict[str, Any]], silver: dict[str, Any]) -> pd.DataFrame:
+    """Per model and source weight: the alignment error rate, precision and recall of its
+    word alignments (read on the references) against the silver ones, over the sentences
+    whose word counts agree; of a Transformer's heads the best and their mean. One row
+    saying why when the silver alignments were skipped."""
+    columns = ["model", "weights", "sentences", "aer", "precision", "recall"]
+    if "skipped" in silver:
+        return pd.DataFrame([{"model": "", "weights": f"skipped: {silver['skipped']}"}], columns=columns)
+    rows = []
+    for analysis in analyses:
+        reference = analysis["reference"]
+        if len(reference["words"]) != len(silver["words"]):
+            n, m = len(reference["words"]), len(silver["words"])
+            raise MixnmtError(f"{analysis['model']}: alignments of {n} sentences, the silver ones of {m}")
+        same = [i for i, words in enumerate(reference["words"]) if words == silver["words"][i] and words[0]]
+        sure, possible = ([parse(links[i]) for i in same] for links in (silver["sure"], silver["possible"]))
+        best: dict[str, dict[str, Any]] = {}  # per layer x head weight, its best head
+        for name, links in reference["links"].items():
+            scores = error_rate([parse(links[i]) for i in same], sure, possible)
+            row = {"model": analysis["model"], "weights": name, "sentences": len(same), **scores}
+            head = re.fullmatch(r"(.+) layer (\d+) head (\d+)", name)
+            if head is None:
+                rows.append(row)
+            elif head[1] not in best or scores["aer"] < best[head[1]]["aer"]:
+                best[head[1]] = row | {"weights": f"{head[1]} best head (layer {head[2]}, head {head[3]})"}
+        rows += best.values()
+    return pd.DataFrame(rows, columns=columns).round(3)
+
+
+def posteriors(analyses: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per model with a prior and a posterior over source positions, over the references'
+    target tokens: the mean entropy of each and the mean and median KL(posterior ||
+    prior), in nats: how much knowing the target word moves the alignment."""
+    rows = [
+        {
+            "model": analysis["model"],
+            "tokens": len(tokens["kl"]),
+            "prior_entropy": np.mean(tokens["prior_entropy"]),
+            "posterior_entropy": np.mean(tokens["posterior_entropy"]),
+            "kl": np.mean(tokens["kl"]),
+            "kl_median": np.median(tokens["kl"]),
+        }
+        for analysis in analyses
+        if (tokens := analysis["reference"].get("tokens"))
+    ]
+    columns = ["model", "tokens", "prior_entropy", "posterior_entropy", "kl", "kl_median"]
+    return pd.DataFrame(rows, columns=columns).round(3)
+
+
 def components_html(table: pd.DataFrame, per_mixture: int = 12) -> str:
     """The components that led most often, per mixture; the full table is in the TSV."""
     parts = []
@@ -277,4 +331,6 @@ TABLES: dict[str, Table] = {
     "components": Table(components, ("analyses",), "mixtures", components_html),
     "mixing": Table(mixing, ("analyses",), "mixtures"),
     "use": Table(use, ("use_runs",), "mixtures"),
+    "alignment_errors": Table(alignment_errors, ("analyses", "silver"), "alignments"),
+    "posteriors": Table(posteriors, ("analyses",), "alignments"),
 }

@@ -110,6 +110,24 @@ rule analyse:
         " {input.source:q} {output:q} 2> {log:q}"
 
 
+rule silver:
+    input:
+        train=[f"{OUT}/corpus/train.{SRC}", f"{OUT}/corpus/train.{TGT}"],
+        test=[f"{OUT}/corpus/{FIRST_TEST}.{SRC}", f"{OUT}/corpus/{FIRST_TEST}.{TGT}"],
+    output:
+        SILVER,
+    log:
+        logged("silver"),
+    conda:
+        "../../envs/align.yaml"
+    threads: 3  # eflomal's samplers
+    params:
+        settings=json.dumps(config["analysis"]["aligner"]),
+    shell:
+        "mixnmt silver --train {input.train:q} --test {input.test:q}"
+        " --settings {params.settings:q} {output:q} 2> {log:q}"
+
+
 # One rule per table of mixnmt.tables.TABLES (table_<name>).
 for name, spec in TABLES.items():
 

@@ -214,6 +214,7 @@ def named(paths):
 # --- analysis and report ------------------------------------------------------------
 
 FIRST_TEST = TESTSETS[0]  # speed, alignments and responsibilities are read on this one
+SILVER = f"{OUT}/alignments/silver.json"  # the first test set's, by mixnmt silver
 
 
 def per_model(pattern):
@@ -273,6 +274,7 @@ INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.
     "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
     "use_runs": every_run("use/{model}/seed{seed}.tsv"),
     "contrast_runs": expand(f"{OUT}/contrasts/{{testset}}.json", testset=TESTSETS),
+    "silver": [SILVER],
     **{name: [table(name)] for name in TABLES},
 }
 
