@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TINY_MODELS, tiny_model
+from conftest import TINY_MODELS, VARIANTS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.alignment import parse
 from mixnmt.analysis import analyse
@@ -124,6 +124,24 @@ def check_reference_alignments(result: dict, tiny_spm, source_ids, references) -
         assert min(tokens["kl"]) >= -1e-4 and max(tokens["kl"]) > 0
     else:
         assert "tokens" not in reference
+
+
+def test_a_latent_model_with_learned_candidates_reports_its_posterior_but_aligns_nothing(
+    tiny_spm, test_set, tmp_path
+):
+    """Its weights lie over candidates (source positions, then learned vectors), not over
+    source positions alone: no word alignments, but the posterior's statistics."""
+    source_ids, translation = test_set
+    name = next(n for n in VARIANTS if "candidates=both" in n)
+    loaded = checkpoint.load_for_inference(
+        saved(name, tiny_spm, tmp_path), (tiny_spm, tiny_spm), name, VARIANTS[name]
+    )
+    result = analyse(loaded, source_ids, translation, translation, [0], tmp_path / "a.json")
+    assert result["axes"] == {"prior": ["target", "candidate"], "posterior": ["target", "candidate"]}
+    reference, k = result["reference"], VARIANTS[name]["components"]
+    assert reference["links"] == {} and min(reference["tokens"]["kl"]) >= -1e-4
+    longest = math.log(max(len(line.split()) + 1 for line in read_lines(source_ids)) + k)
+    assert max(reference["tokens"]["prior_entropy"]) <= longest + 1e-3
 
 
 def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp_path):

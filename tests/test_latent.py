@@ -26,11 +26,12 @@ def model_for(name, seed=0):
 def explicit(model, src: list[int], target: list[int]) -> tuple[float, torch.Tensor]:
     """log p(target + EOS | src) = sum_t log sum_j a_tj p(y_t | j), by loops over steps and
     source positions, from the model's layers but none of its mixing code; and the
-    posteriors q_tj (T, S)."""
+    posteriors q_tj (T, N) over its N candidates."""
     ids = torch.tensor([src + [EOS]])
-    h, _, backward = model.encoder(model.embed(model.src_embed, ids), ids != PAD)
-    h = h[0]  # (S, 2H)
-    s, c, total, previous = torch.tanh(model.init(backward)), torch.zeros(1, h.size(1)), 0.0, BOS
+    h, forward, backward = model.encoder(model.embed(model.src_embed, ids), ids != PAD)
+    summary = torch.cat([forward, backward], -1) if model.candidates == "learned" else backward
+    h = model.mixed(h, ids != PAD)[0][0]  # (N, 2H): the candidates (source positions, learned vectors)
+    s, c, total, previous = torch.tanh(model.init(summary)), torch.zeros(1, h.size(1)), 0.0, BOS
     posteriors = []
     for y in [*target, EOS]:
         x = model.embed(model.tgt_embed, torch.tensor([previous]))
@@ -74,9 +75,10 @@ def test_the_likelihood_is_the_exact_marginal_over_alignments(name, chunk, monke
     expected = [explicit(model, s, t) for s, t in zip(sources, targets)]
     assert logp.tolist() == pytest.approx([total for total, _ in expected], abs=1e-4)
     with torch.no_grad():
-        posterior = model.analyse(src, tgt_in)["posterior"]  # (B, T, S)
+        posterior = model.analyse(src, tgt_in)["posterior"]  # (B, T, N)
+        real = model.encode(src)["mask"]  # (B, N): the candidates that are not padding
     for i, (_, q) in enumerate(expected):
-        assert torch.allclose(posterior[i, : q.size(0), : q.size(1)], q, atol=1e-5)
+        assert torch.allclose(posterior[i, : q.size(0), real[i]], q, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", LATENT)

@@ -83,6 +83,12 @@ def test_analysis_weights_are_distributions_that_skip_padding(name):
     hp = resolve(name, VARIANTS[name])[1]
     sizes = {"source": 9, "target": 7, "layer": hp.get("layers"), "head": hp.get("heads")}
     real = {"source": src != PAD, "target": tgt != PAD}
+    # a latent model's candidates: the source positions, then its learned vectors
+    learned = torch.ones(3, hp.get("components", 0), dtype=torch.bool)
+    real["candidate"] = {"learned": learned, "both": torch.cat([src != PAD, learned], 1)}.get(
+        hp.get("candidates")
+    )
+    sizes["candidate"] = None if real["candidate"] is None else real["candidate"].size(1)
     with torch.no_grad():
         weights = model.analyse(src, tgt)
     assert set(weights) == set(model.analysis_axes)
@@ -97,7 +103,7 @@ def test_analysis_weights_are_distributions_that_skip_padding(name):
         assert w.shape == (3, *(sizes[a] for a in axes)), key
         live = torch.ones(w.shape, dtype=torch.bool)  # entries at real positions
         for dim, axis in enumerate(axes, start=1):
-            if axis in real:
+            if real.get(axis) is not None:
                 shape = [3 if i == 0 else w.size(dim) if i == dim else 1 for i in range(w.dim())]
                 live &= real[axis].view(shape)
         rows = live.any(-1)  # rows whose time step is real
@@ -215,7 +221,10 @@ def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(o
     assert max(apart.values()) <= 0.1, {k: f"{v:.1%}" for k, v in apart.items() if v > 0.1}
 
 
-@pytest.mark.parametrize("arch", [a for a in REGISTRY if "components" in resolve(a, None)[1]])
+@pytest.mark.parametrize(  # the mixtures: "stay", then K learned components, on a component axis
+    "arch",
+    [a for a, cls in REGISTRY.items() if any(ax[-1] == "component" for ax in cls.analysis_axes.values())],
+)
 def test_components_differ_from_the_first_step(arch):
     """At their default size, a fresh mixture's components start at the states' scale, so
     each step's responsibilities over them differ (components far smaller than the states

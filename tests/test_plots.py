@@ -92,11 +92,11 @@ COST = pd.DataFrame(
 )
 
 TOKENS = {"prior_entropy": [1.0, 0.5, 2.0], "posterior_entropy": [0.1, 0.5, 1.0], "kl": [0.9, 0.0, 1.2]}
-LATENT = {"model": "latent", "reference": {"tokens": TOKENS}}
+LATENT = {"model": "outputs", "reference": {"tokens": TOKENS}}
 NO_POSTERIOR = {"model": "plain", "reference": {}}
 ERRORS = pd.DataFrame(
     {
-        "model": ["latent", "latent"],
+        "model": ["outputs", "outputs"],
         "weights": ["prior", "posterior"],
         "sentences": [10, 10],
         "aer": [0.4, 0.3],
@@ -301,7 +301,7 @@ def test_a_model_with_several_alignments_gets_a_row_for_each():
 
 def test_posterior_table_averages_each_latent_models_tokens():
     table = tables.posteriors([NO_POSTERIOR, LATENT])
-    assert table.model.tolist() == ["latent"] and table.tokens.tolist() == [3]
+    assert table.model.tolist() == ["outputs"] and table.tokens.tolist() == [3]
     assert table.prior_entropy[0] == pytest.approx(3.5 / 3, abs=1e-3)
     assert table.posterior_entropy[0] == pytest.approx(1.6 / 3, abs=1e-3)
     assert table.kl[0] == pytest.approx(0.7) and table.kl_median[0] == 0.9

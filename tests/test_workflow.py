@@ -416,6 +416,23 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     analyses = [json.loads((out / "analysis" / f"{m}.json").read_text()) for m in models]
     mixtures = {a["model"] for a in analyses if any(axes[-1] == "component" for axes in a["axes"].values())}
     assert mixtures and set(components.model) == mixtures
+    # Word alignments against the silver ones (where eflomal is installed; else it says why):
+    # a row per weight over source positions, per layer x head weight its mean and best head.
+    errors = pd.read_csv(out / "tables" / "alignment_errors.tsv", sep="\t")
+    over_source = [
+        (a["model"], w, axes) for a in analyses for w, axes in a["axes"].items() if axes[-1] == "source"
+    ]
+    if importlib.util.find_spec("eflomal") is None:
+        assert errors.weights.str.startswith("skipped: eflomal is not installed").all()
+    else:
+        plain = {(m, w if axes == ["target", "source"] else f"{w} mean") for m, w, axes in over_source}
+        best = errors.weights.str.contains(" best head ")
+        assert set(zip(errors.model[~best], errors.weights[~best])) == plain
+        assert sorted(errors.model[best]) == sorted(m for m, _, axes in over_source if "head" in axes)
+        assert errors.aer.between(0, 1).all() and (errors.sentences == 29).all()  # test_a's non-empty lines
+    posteriors = pd.read_csv(out / "tables" / "posteriors.tsv", sep="\t")
+    latent = [a["model"] for a in analyses if {"prior", "posterior"} <= a["axes"].keys()]
+    assert latent and posteriors.model.tolist() == latent and (posteriors.kl > 0).all()
     contrasts = pd.read_csv(out / "tables" / "contrasts.tsv", sep="\t")
     pairs = [tuple(pair) for pair in tiny["analysis"]["contrasts"]]
     assert list(zip(contrasts.a, contrasts.b)) == pairs * 2 and contrasts.bleu_p.notna().all()
@@ -431,23 +448,6 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     for name in mixtures:
         usage = pd.read_csv(out / "train" / name / "seed1" / "metrics.tsv", sep="\t")
         assert any(column.endswith(".mi") for column in usage.columns), name
-    # Word alignments against the silver ones (where eflomal is installed; else it says why).
-    errors = pd.read_csv(out / "tables" / "alignment_errors.tsv", sep="\t")
-    if importlib.util.find_spec("eflomal") is None:
-        assert errors.weights.str.startswith("skipped: eflomal is not installed").all()
-    else:
-        scored = {
-            ("attention", "alignment"),
-            ("latent", "prior"),
-            ("latent", "posterior"),
-            ("sixth", "alignment"),
-        }
-        assert scored | {("transformer", "cross_attention mean")} <= set(zip(errors.model, errors.weights))
-        best = errors[errors.weights.str.startswith("cross_attention best head")]
-        assert best.model.tolist() == [FAST, f"{FAST}-variant"]  # one head of each Transformer
-        assert errors.aer.between(0, 1).all() and (errors.sentences == 29).all()  # test_a's non-empty lines
-    posteriors = pd.read_csv(out / "tables" / "posteriors.tsv", sep="\t")
-    assert posteriors.model.tolist() == ["latent"] and (posteriors.kl > 0).all()
     for name in FIGURES:
         png = (out / "figures" / f"{name}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, name

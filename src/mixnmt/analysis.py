@@ -87,10 +87,8 @@ def reference_alignments(
             for name, w in named.items():
                 links[name][kept[k]] = pharaoh(word_links(w[row, :t, :s], source, target))
             if {"prior", "posterior"} <= weights.keys():
-                prior, posterior = (
-                    weights["prior"][row, :t, :s].float(),
-                    weights["posterior"][row, :t, :s].float(),
-                )
+                # over every candidate: padding holds no weight in either
+                prior, posterior = weights["prior"][row, :t].float(), weights["posterior"][row, :t].float()
                 tokens["prior_entropy"] += rounded(entropy(prior))
                 tokens["posterior_entropy"] += rounded(entropy(posterior))
                 tokens["kl"] += rounded(divergence(posterior, prior))

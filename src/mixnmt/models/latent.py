@@ -10,8 +10,11 @@ Sarawagi's posterior attention (2019).
     q_tj    = a_tj p(y_t | j) / p(y_t)                     the posterior, once y_t is known
 
 `feed: posterior` gives the next step c_t = sum_j q_tj h_j, `prior` sum_j a_tj h_j, and
-`none` nothing. Each step costs one (S, V) block of logits where `attention` has one V
-row; `top_k` > 0 mixes only the k positions of highest prior (renormalised), k V rows.
+`none` nothing. The candidates j are the source positions (`candidates: source`), K
+learned vectors m_k in their place (`learned`: a mixture of softmaxes, Yang et al., 2018,
+the source reaching the decoder through s_0 only, from both directions), or both. Each step costs one (N, V)
+block of logits over the N candidates where `attention` has one V row; `top_k` > 0
+mixes only the k candidates of highest prior (renormalised), k V rows.
 `step` returns log p(y_t) as logits (a normalised log-distribution is its own
 log_softmax), so the training loss is the exact negative log marginal likelihood and
 label smoothing acts on the mixture.
@@ -39,6 +42,7 @@ from mixnmt.models.recurrent import BiGRU, GRUCell
 from mixnmt.symbols import EOS, PAD
 
 Feed = Literal["posterior", "prior", "none"]
+Candidates = Literal["source", "learned", "both"]
 CHUNK_ELEMENTS = 1 << 24
 """Logits held at once while mixing: positions are taken in chunks of at most this many
 (batch x positions x vocabulary) elements, their log-sum-exp accumulated."""
@@ -63,6 +67,8 @@ def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) ->
 class Latent(Seq2Seq):
     analysis_axes = {"prior": ("target", "source"), "posterior": ("target", "source")}
     compiled_steps = ("advance",)
+    # with learned candidates the weights' last axis is "candidate": the source positions
+    # (`both`), then the K learned vectors
 
     def __init__(
         self,
@@ -75,11 +81,17 @@ class Latent(Seq2Seq):
         dropout: Probability = 0.2,
         feed: Feed = "posterior",
         top_k: NonNegativeInt = 0,
+        candidates: Candidates = "source",
+        components: PositiveInt = 64,
     ):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
-        self.feed, self.top_k = feed, top_k
+        self.feed, self.top_k, self.candidates = feed, top_k, candidates
+        if candidates != "source":  # K learned vectors m_k where the source has h_j (K: `components`)
+            self.memory = nn.Parameter(torch.randn(components, 2 * hidden) * (2 * hidden) ** -0.5)
+            self.analysis_axes = {name: ("target", "candidate") for name in Latent.analysis_axes}
         self.encoder = BiGRU(d_model, hidden)
-        self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
+        # s_0 = tanh(W_s h_bwd_1); with learned candidates only, tanh(W_s [h_fwd_S ; h_bwd_1])
+        self.init = nn.Linear(hidden * (2 if candidates == "learned" else 1), hidden)
         self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
         self.query = nn.Linear(hidden, hidden)  # W s_t
         self.score = nn.Linear(hidden, 1, bias=False)  # v
@@ -93,12 +105,27 @@ class Latent(Seq2Seq):
     def static_state(self) -> frozenset[str]:
         return frozenset({"h", "keys", "values", "mask"})
 
+    def mixed(self, h: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """The candidates' states (B, N, 2H) and mask (B, N): the source's (B, S, 2H) with
+        its padding mask, the learned vectors, or both."""
+        if self.candidates == "source":
+            return h, mask
+        memory = self.memory.to(h.dtype).expand(h.size(0), -1, -1)
+        learned = mask.new_ones(memory.shape[:2])
+        if self.candidates == "learned":
+            return memory, learned
+        return torch.cat([h, memory], 1), torch.cat([mask, learned], 1)
+
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)
-        h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
+        h, forward_last, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)
+        summary = (
+            torch.cat([forward_last, backward_first], -1) if self.candidates == "learned" else backward_first
+        )
+        h, mask = self.mixed(h, mask)  # (B, N, 2H), (B, N): the candidates
         b, s = mask.shape
         state = {"h": h, "keys": self.keys(h), "values": self.from_source(h), "mask": mask}
-        state["s"] = torch.tanh(self.init(backward_first))
+        state["s"] = torch.tanh(self.init(summary))
         if self.feed == "posterior":  # the previous step's prior and output, to read y_{t-1}
             n = min(self.top_k, s) if self.top_k else s
             state["log_prior"] = h.new_zeros(b, n)  # c_0 = 0: no weight on any position
