@@ -72,6 +72,7 @@ def test_dry_run_lists_every_stage(workdir):
         "report": 1,
         "score": n * seeds * t,
         "significance": seeds * t,
+        "silver": 1,  # the first test set's silver word alignments
         "speed": n,
         "spm_encode": 4 + t,  # train and valid both ways, the test sets' sources
         "spm_train": 1,
