@@ -53,7 +53,7 @@ def covering(settings: dict[str, list], strength: int = 3) -> list[dict]:
 def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
     """Every tiny model, and for those with knobs (enum and boolean hyperparameters, and
     counts that may be 0) the combinations of their settings in which every three knobs
-    take all their joint settings (`covering`), named like
+    (two, if there are only three) take all their joint settings (`covering`), named like
     "mixture[components=0,bidirectional=True,source=states,...]"."""
     from mixnmt.models import hyperparameter_schemas, resolve
 
@@ -69,7 +69,10 @@ def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
             elif schema.get("type") == "integer" and schema.get("minimum") == 0:
                 settings[key] = [0, hparams[key]]
         variants[name] = entry
-        for knobs in covering(settings) if settings else []:
+        # three knobs (latent's feed, top_k, candidates): every pair of them, 9 of the 18
+        # combinations, since strength 3 would be the whole product
+        strength = 2 if len(settings) == 3 else 3
+        for knobs in covering(settings, strength) if settings else []:
             if any(hparams[k] != v for k, v in knobs.items()):
                 variants[f"{name}[{','.join(f'{k}={v}' for k, v in knobs.items())}]"] = {
                     "arch": arch,

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from conftest import FAST, ROOT, TINY_MODELS, decode_config
+from conftest import FAST, ROOT, TINY_MODELS, decode_config, tiny_model
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.cli import main
 from mixnmt.files import read_json, read_lines, sha256sum
@@ -323,3 +323,25 @@ def test_cli_at_a_terminal_answers_each_line_as_typed(
     assert [json.loads(line)["index"] for line in read_lines(alignments)] == [0, 1, 2, 3]
     expected = Translator.load(random_checkpoint, tiny_spm, decode_config()).translate(SENTENCES)
     assert capsys.readouterr().out == "".join(f"{line}\n" for line in expected)
+
+
+def test_a_hyperparameter_added_after_training_takes_its_default(tiny_spm, tmp_path):
+    """A checkpoint that predates a hyperparameter was trained at its default (each model
+    keeps a new knob's default equal to itself before the knob): it loads when the config
+    keeps the default, and is refused, naming it, when it does not."""
+    from mixnmt.models import defaults
+
+    tok = Tokenizer(tiny_spm)
+    name = next(n for n, e in TINY_MODELS.items() if any(e.get(k) == v for k, v in defaults(n).items()))
+    arch, hparams, model = tiny_model(name, len(tok))
+    key = next(k for k, v in hparams.items() if v == defaults(arch)[k])  # trained at its default
+    older = tmp_path / "older.pt"
+    record = checkpoint.vocab_record(tok)
+    vocab = {"src": record, "tgt": record, "shared": True}
+    checkpoint.save(older, name, arch, {k: v for k, v in hparams.items() if k != key}, model, vocab)
+    loaded = checkpoint.load_model(older, tok, tok, name, TINY_MODELS[name])
+    assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), model.state_dict().values()))
+    changed = hparams[key] / 2 if isinstance(hparams[key], float) else hparams[key] + 1
+    message = f"trained with models.{name}.{key}={hparams[key]!r}, but the config says {changed!r}"
+    with pytest.raises(MixnmtError, match=re.escape(message)):
+        checkpoint.load_model(older, tok, tok, name, {**TINY_MODELS[name], key: changed})

@@ -16,7 +16,7 @@ import torch
 from mixnmt import MixnmtError
 from mixnmt.device import pick_device
 from mixnmt.files import atomic_path, gist, sha256sum
-from mixnmt.models import REGISTRY, Seq2Seq, build, resolve
+from mixnmt.models import REGISTRY, Seq2Seq, build, defaults, resolve
 from mixnmt.tokenize import Tokenizer
 
 FORMAT = 1
@@ -134,6 +134,9 @@ def load_model(
     given, the config's model name and its entry `models.<name>` (architecture and
     hyperparameters)."""
     payload = load(path)
+    # a hyperparameter added after the model was trained takes its default, which the
+    # architecture keeps equal to the model before it existed
+    hparams = defaults(payload["arch"]) | payload["hparams"]
     if name is not None and payload["model"] != name:
         raise MixnmtError(f"{path}: holds model {payload['model']!r}, not {name!r}")
     if entry is not None:
@@ -144,17 +147,15 @@ def load_model(
                 "retrain it"
             )
         for key, value in expected.items():
-            if payload["hparams"].get(key) != value:
+            if hparams.get(key) != value:
                 raise MixnmtError(
-                    f"{path}: trained with models.{payload['model']}.{key}={payload['hparams'].get(key)!r}, "
+                    f"{path}: trained with models.{payload['model']}.{key}={hparams.get(key)!r}, "
                     f"but the config says {value!r}; retrain it"
                 )
     for side, tokenizer in (("src", src), ("tgt", tgt)):
         if payload["vocab"][side] != vocab_record(tokenizer):
             raise MixnmtError(f"{path}: trained with a different {side} vocabulary than {tokenizer.path}")
-    model = build(
-        payload["arch"], payload["hparams"], len(src), len(tgt), shared_vocab=payload["vocab"]["shared"]
-    )
+    model = build(payload["arch"], hparams, len(src), len(tgt), shared_vocab=payload["vocab"]["shared"])
     try:
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as e:  # missing, extra or misshapen weights
