@@ -12,11 +12,12 @@ In order, each step's output under --out (and summarised on stdout):
 4. speed.json / speed.log: benchmarks/speed.py on the device, with 1, N and 2N processes
    sharing it; N for the study is the one with the most tokens/s (or --jobs).
 5. study.log: `snakemake --resources gpu_jobs=N` (seed 1 of every model first, by the
-   rules' priorities) until the deadline. Then every job gets SIGINT, as from Ctrl-C:
-   training saves its state, and the same command later resumes where this one stopped.
+   rules' priorities) until the deadline. Then every job gets SIGINT, as from Ctrl-C
+   (training saves its state), and Snakemake SIGTERM too (it starts no new job), and the
+   same command later resumes where this one stopped.
 6. results-<experiment>.tar.gz: results/<experiment> without checkpoints or states.
 
---quick shrinks steps 3 and 4 (one tiny model, a few steps): the CPU dry run of the
+--quick shrinks steps 3 and 4 (one tiny model, a few steps, small batches): the CPU dry run of the
 whole path (tests/test_gpu_session.py) and a GPU slot in a hurry use it.
 """
 
@@ -74,7 +75,9 @@ def facts() -> dict:
 def run_until(command: list[str | Path], deadline: float, log: Path, grace: float = 120) -> int:
     """Run `command` (output to `log`) until it ends or `deadline` (time.time()) passes;
     then SIGINT its whole process group, as Ctrl-C would (training saves its state), and
-    SIGKILL it `grace` seconds later."""
+    SIGKILL it `grace` seconds later. The command itself hears SIGTERM first: Snakemake
+    then starts no new job even where its KeyboardInterrupt is lost (seen under load,
+    with --keep-going: it went on to start the next trainers)."""
     with log.open("a") as out:
         out.write(f"$ {' '.join(map(str, command))}\n")
         out.flush()
@@ -84,8 +87,9 @@ def run_until(command: list[str | Path], deadline: float, log: Path, grace: floa
         try:
             return process.wait(timeout=max(deadline - time.time(), 0))
         except subprocess.TimeoutExpired:
-            out.write(f"# deadline reached: SIGINT to process group {process.pid}\n")
+            out.write(f"# deadline reached: SIGTERM to {process.pid}, SIGINT to its process group\n")
             out.flush()
+            process.send_signal(signal.SIGTERM)
             os.killpg(process.pid, signal.SIGINT)
         try:
             return process.wait(timeout=grace)
@@ -143,7 +147,8 @@ def measure(out: Path, device: str, deadline: float, quick: bool, jobs: int | No
     ]
     if quick:
         tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
-        command += ["--models", *tiny["only"][:1], "--steps", "3", "--seconds", "1", "--no-references"]
+        command += ["--models", *tiny["only"][:1], "--steps", "3", "--seconds", "1", "--max-tokens", "512"]
+        command += ["--no-references"]
     if run_until(command, deadline, out / "speed.log") != 0 or not (out / "speed.json").exists():
         return jobs or 4
     shared = json.loads((out / "speed.json").read_text())["shared"]
@@ -175,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configfile", nargs="*", default=[], help="overlays of the study's config")
     parser.add_argument("--config", nargs="*", default=[], help="KEY=VALUE settings of the study")
     parser.add_argument("--jobs", type=int, help="model jobs per GPU (default: the benchmark's best)")
-    parser.add_argument("--quick", action="store_true", help="small checks: one tiny model, few steps")
+    parser.add_argument(
+        "--quick", action="store_true", help="small checks: one model, few steps, small batches"
+    )
     parser.add_argument("--grace", type=float, default=120, help="seconds to save states at the deadline")
     parser.add_argument(
         "--study-minutes", type=float, help="at most this long for the study (default: the rest)"
