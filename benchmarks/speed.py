@@ -281,7 +281,7 @@ def measure(job: dict) -> dict:
     torch.manual_seed(0)
     device = torch.device(job["device"])
     data = training_data(job)
-    batch_lists = data.batches(4096, torch.Generator().manual_seed(1))
+    batch_lists = data.batches(job["max_tokens"], torch.Generator().manual_seed(1))
     batches = [data.collate(b) for b in batch_lists[: job["steps"]]]
     row = {"model": job["name"]}
     if job["reference"]:
@@ -318,7 +318,7 @@ def share(job: dict, start: object, seconds: float) -> int:
     device = torch.device(job["device"])
     model_trainer = trainer(job, device)
     data = training_data(job)
-    batches = [data.collate(b) for b in data.batches(4096, torch.Generator().manual_seed(1))]
+    batches = [data.collate(b) for b in data.batches(job["max_tokens"], torch.Generator().manual_seed(1))]
     for batch in batches[:3]:
         model_trainer.train_step(batch)
     model_trainer.settle()
@@ -354,6 +354,9 @@ def main() -> None:
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cpu or cuda"
     )
     parser.add_argument("--steps", type=int, default=12, help="training steps timed per model")
+    parser.add_argument(
+        "--max-tokens", type=int, default=CONFIG["train"]["max_tokens"], help="tokens per training batch"
+    )
     parser.add_argument("--sentences", type=int, default=300, help="test sentences decoded per model")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(
@@ -397,6 +400,7 @@ def main() -> None:
                     "device": a.device,
                     "threads": a.threads,
                     "steps": a.steps,
+                    "max_tokens": a.max_tokens,
                     "sentences": a.sentences,
                     "train": (layout.ids("train", "en"), layout.ids("train", "de")) if layout else None,
                     "checkpoint": ckpt if ckpt and ckpt.exists() else None,
