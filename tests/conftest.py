@@ -230,3 +230,14 @@ def snakemake(
 def workdir(tmp_path) -> Path:
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     return tmp_path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, longest first: under `-n auto` they start at once, spread over
+    the workers, and the many short tests fill in around them."""
+
+    def seconds(item: pytest.Item) -> float:
+        slow = item.get_closest_marker("slow")
+        return slow.kwargs["seconds"] if slow else 0
+
+    items.sort(key=seconds, reverse=True)

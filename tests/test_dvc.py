@@ -73,7 +73,7 @@ def stale(work: Path) -> set[str]:
     return set(json.loads(run("dvc", "status", "--json", cwd=work).stdout))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=190)
 def test_dvc_repro_push_and_pull(tmp_path):
     (tmp_path / "project").mkdir()
     work = project(tmp_path / "project", ROOT / "tests" / "tiny.yaml", two_models(tmp_path))

@@ -42,7 +42,7 @@ def run(*command: str | Path) -> str:
     return done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=85)
 def test_a_fresh_venv_installs_from_the_wheelhouse_alone_and_keeps_its_torch(tmp_path):
     wheelhouse, env = tmp_path / "wheelhouse", tmp_path / "venv"
     pip = [sys.executable, "-m", "pip", "-q"]

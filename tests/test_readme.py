@@ -11,5 +11,5 @@ def readme_commands() -> list[str]:
 
 def test_ci_runs_the_readme_test_command():
     main, tests = readme_commands()
-    assert main.endswith("snakemake --cores all") and tests.endswith("python -m pytest")
+    assert main.endswith("snakemake --cores all") and tests.endswith("python -m pytest -n auto")
     assert tests in (ROOT / ".ci" / "run").read_text().splitlines()

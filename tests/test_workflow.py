@@ -202,7 +202,7 @@ def test_a_long_value_is_cut_short_in_the_message(workdir):
     assert len(lines[0]) < 250, lines[0]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=25)
 def test_separate_vocabularies_run_end_to_end(workdir):
     """spm.joint: false trains one SentencePiece model per language, and a model that
     reads with one and writes with the other, its embeddings untied, learns the task."""
@@ -320,7 +320,7 @@ def attends(name: str, entry: dict | None) -> bool:
     return any(axes[-1] == "source" for axes in REGISTRY[resolve(name, entry)[0]].analysis_axes.values())
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=200)
 def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     project = with_a_sixth_architecture(tmp_path_factory.mktemp("project"))
     tinydata.write_corpus(workdir / "data" / "tiny-source")
