@@ -59,7 +59,7 @@ class Scores:
         pi = s.softmax(-1)
         step_entropy = entropy(pi).mean(0)
         leads = torch.nn.functional.one_hot(pi.argmax(-1), pi.size(-1)).double().mean(0)  # (H, c)
-        keys = self.mix.keys_values(self.mix.components)[0].double().norm(dim=-1)  # (K, H)
+        keys = self.mix.keys_values(self.mix.components)[0].detach().double().norm(dim=-1)  # (K, H)
         centred = s - s.mean(-1, keepdim=True)  # a step's scores up to their common shift
         rows = []
         for head in range(s.size(1)):
