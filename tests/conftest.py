@@ -232,6 +232,13 @@ def workdir(tmp_path) -> Path:
     return tmp_path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `-n auto`, tests go to the workers one at a time rather than in chunks (xdist's
+    --maxschedchunk 1), so that the slow ones, collected first, start on different workers."""
+    if getattr(config.option, "maxschedchunk", 1) is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first, longest first: under `-n auto` they start at once, spread over
     the workers, and the many short tests fill in around them."""
