@@ -17,8 +17,8 @@ In order, each step's output under --out (and summarised on stdout):
    same command later resumes where this one stopped.
 6. results-<experiment>.tar.gz: results/<experiment> without checkpoints or states.
 
---quick shrinks steps 3 and 4 (one tiny model, a few steps, small batches): the CPU dry run of the
-whole path (tests/test_gpu_session.py) and a GPU slot in a hurry use it.
+--quick shrinks steps 3 and 4 (one model, a few steps, small batches): the CPU dry run
+of the whole path (tests/test_gpu_session.py) and a GPU slot in a hurry use it.
 """
 
 from __future__ import annotations
