@@ -48,8 +48,8 @@ include: "workflow/rules/targets.smk"
 rule all:
     default_target: True
     input:
-        f"{OUT}/scores.tsv",
-        f"{OUT}/report.html",
+        LAYOUT.summary(),
+        LAYOUT.report,
 
 
 onstart:

@@ -7,8 +7,10 @@ import sacrebleu
 
 from mixnmt import MixnmtError
 from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, holm, loops, score, significance
+from mixnmt.files import sha256sum
 from mixnmt.provenance import code_version
 from mixnmt.report import markdown_scores
+from mixnmt.runs import identity
 
 HYPS = ["Ein Hund rennt im Park .", "Zwei Männer sitzen .", ""]
 REFS = ["Ein Hund rennt durch den Park .", "Zwei Männer sitzen auf einer Bank .", "Ein Kind ."]
@@ -16,6 +18,14 @@ REFS = ["Ein Hund rennt durch den Park .", "Zwei Männer sitzen auf einer Bank .
 
 def write(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def translated(path, lines, model, seed=1, fingerprint="f00d"):
+    """A translation with its record (<name>.json), as `mixnmt translate --manifest` writes them."""
+    write(path, lines)
+    record = {"run": identity(model, seed, fingerprint, "c0ffee"), "output": {"sha256": sha256sum(path)}}
+    path.with_suffix(".json").write_text(json.dumps(record))
     return path
 
 
@@ -73,7 +83,8 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     for model in ("other", "base"):
         for testset in ("b", "a"):
             out = tmp_path / model / f"{testset}.json"
-            score(write(tmp_path / "h", HYPS), write(tmp_path / "r", REFS), out, model, testset, 1)
+            hyps = translated(tmp_path / f"{model}.txt", HYPS, model)
+            score(hyps, write(tmp_path / "r", REFS), out, model, testset, 1)
             files.append(out)
         manifest = {
             "model": model,
@@ -108,6 +119,7 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     # each row cites the code that trained the model and the code that scored it
     assert list(table.train_commit) == ["abc", "abc+dirty"] * 2 and set(table.commit) == {code_version()}
     assert list(table.reliance) == [0.5, 0.25, 0.5, 0.25]  # position 0: all tokens
+    assert set(table.fingerprint) == {"f00d"}  # of the run each translation's record names
     assert table.bleu_p.isna().tolist() == [True, False, True, False]  # the baseline has no p-value
     markdown = markdown_scores(table, read)
     header = "| test set | model | seeds | BLEU | chrF | TER | BLEU (lc) | length | looping | reliance |"
@@ -173,7 +185,8 @@ def test_bleu_by_length_buckets(tmp_path):
     expected = sacrebleu.corpus_bleu([hyps[1]], [[refs[1]]]).score
     assert table.bleu[1] == pytest.approx(expected, abs=0.01)
     assert table.bleu_ci[2] == 0 and table.bleu_ci[0] >= 0  # sacreBLEU's bootstrap interval
-    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 7)  # and the commit
+    # and the run (none: a translation without a record) and the commit
+    assert pd.read_csv(tmp_path / "lengths.tsv", sep="\t").shape == (4, 9)
     with pytest.raises(MixnmtError, match="analysis.length_buckets: expected increasing"):
         bleu_by_length(src, ref, {"m": hyp}, [4, 2], 100, "t", tmp_path / "x.tsv")
 

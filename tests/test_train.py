@@ -21,6 +21,7 @@ from mixnmt.config import config_section
 from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
 from mixnmt.inputs import METRICS
+from mixnmt.runs import definition, fingerprint, identity
 from mixnmt.train import TrainConfig, Trainer, TrainFiles, inverse_sqrt, train, validate
 
 HPARAMS = TINY_MODELS[FAST]
@@ -74,7 +75,7 @@ def run(files, **config):
 
 def test_training_writes_metrics_the_best_checkpoint_and_a_manifest(files, tiny_spm):
     metrics, ckpt = run(files, epochs=4)
-    assert tuple(metrics.columns) == METRICS
+    assert tuple(metrics.columns) == (*METRICS, "model", "seed", "fingerprint")
     assert list(metrics.epoch) == [1, 2, 3, 4]
     assert metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
     assert metrics.train_loss.iloc[-1] < metrics.train_loss.iloc[0]
@@ -105,6 +106,14 @@ def test_training_writes_metrics_the_best_checkpoint_and_a_manifest(files, tiny_
     assert manifest["inputs"] == {str(p): sha256sum(p) for p in [*files.train, *files.valid, *files.spm]}
     assert manifest["versions"]["torch"] == metadata.version("torch")
     assert set(manifest["git"]) == {"commit", "dirty"} and manifest["device"]
+    # every file of the run names it: its fingerprint is the hash of its definition
+    config = TrainConfig(**{**CONFIG, "epochs": 4})
+    run_fingerprint = fingerprint(definition(FAST, HPARAMS, config, None))
+    assert manifest["run"] == identity(FAST, 1, run_fingerprint, sha256sum(files.checkpoint))
+    assert manifest["definition"] == definition(FAST, HPARAMS, config, None)
+    assert manifest["metrics"]["sha256"] == sha256sum(files.metrics)
+    assert set(metrics.fingerprint) == {run_fingerprint} and ckpt["fingerprint"] == run_fingerprint
+    assert list(zip(metrics.model, metrics.seed))[0] == (FAST, 1)
 
 
 def test_max_steps_caps_training_mid_epoch(files):

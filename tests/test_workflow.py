@@ -473,6 +473,14 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         "Configuration",
     ):
         assert f">{section}</h2>" in report
+    # Every number traces back to its run: the chain checks, every score computed again.
+    verified = subprocess.run(
+        [Path(sys.executable).parent / "mixnmt", "verify", out, "--configfile", "tests/tiny.yaml",
+         "--data", workdir / "data" / "tiny"],
+        capture_output=True, text=True, cwd=project, env={**os.environ, "PYTHONPATH": str(project / "src")},
+    )  # fmt: skip
+    assert verified.returncode == 0 and verified.stdout == "", verified.stdout + verified.stderr
+    assert "0 broken, 0 skipped" in verified.stderr and "every score recomputed" in verified.stderr
 
     # A second run has nothing to do, also when the data now come from another mirror.
     mirror = workdir / "data" / "tiny-source"

@@ -18,7 +18,7 @@ from torch import Tensor
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.alignment import pharaoh, word_links, words
 from mixnmt.batching import ParallelData, read_ids
-from mixnmt.files import read_lines, write_json
+from mixnmt.files import read_lines, sha256sum, write_json
 from mixnmt.models.base import Seq2Seq, Weights
 from mixnmt.usage import component_usage, entropy, rounded
 
@@ -106,7 +106,8 @@ def analyse(
 ) -> dict[str, Any]:
     """Analysis weights of the model on `sentences` (indices into the test set), with
     their source, reference and translation text (the sample translations), and for
-    mixtures component usage over the whole test set, as JSON."""
+    mixtures component usage over the whole test set, as JSON, naming the run and the
+    translation's sha256."""
     name, model, src_tok, tgt_tok, device = (
         loaded.name,
         loaded.model,
@@ -135,6 +136,8 @@ def analyse(
     test = ParallelData([sources[i] for i in decoded], [targets[i] for i in decoded])
     result = {
         "model": name,
+        "run": loaded.run,
+        "translation": {"sha256": sha256sum(translation)},
         "axes": {name: list(axes) for name, axes in model.analysis_axes.items()},
         "sentences": shown,
         "components": component_usage(model, test, {"source": src_tok, "target": tgt_tok}, device),

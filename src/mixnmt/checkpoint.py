@@ -17,6 +17,7 @@ from mixnmt import MixnmtError
 from mixnmt.device import pick_device
 from mixnmt.files import atomic_path, gist, sha256sum
 from mixnmt.models import REGISTRY, Seq2Seq, build, defaults, resolve
+from mixnmt.runs import identity
 from mixnmt.tokenize import Tokenizer
 
 FORMAT = 1
@@ -129,11 +130,12 @@ def load_model(
     tgt: Tokenizer,
     name: str | None = None,
     entry: dict | None = None,
+    payload: dict[str, Any] | None = None,
 ) -> Seq2Seq:
-    """The model stored at `path`, after checking it matches these vocabularies and, if
-    given, the config's model name and its entry `models.<name>` (architecture and
-    hyperparameters)."""
-    payload = load(path)
+    """The model stored at `path` (whose payload `load` gave, if already read), after
+    checking it matches these vocabularies and, if given, the config's model name and its
+    entry `models.<name>` (architecture and hyperparameters)."""
+    payload = load(path) if payload is None else payload
     # a hyperparameter added after the model was trained takes its default, which the
     # architecture keeps equal to the model before it existed
     hparams = defaults(payload["arch"]) | payload["hparams"]
@@ -176,6 +178,7 @@ class Inference:
     device: torch.device
     name: str | None
     files: tuple[Path, Path, Path]  # checkpoint, source and target SentencePiece models
+    run: dict[str, Any]  # the training run, as every file made from it records it (mixnmt.runs)
 
 
 def load_for_inference(
@@ -185,7 +188,9 @@ def load_for_inference(
     `load_model`) on the best device, and the source and target tokenizers."""
     device = pick_device()
     source, target = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
-    model = load_model(path, source, target, name, entry).to(device)
-    return Inference(
-        model, source, target, device, name, (Path(path), Path(spm_files[0]), Path(spm_files[1]))
-    )
+    payload = load(path)
+    model = load_model(path, source, target, name, entry, payload).to(device)
+    seed = (payload.get("definition") or {}).get("train", {}).get("seed")  # none before fingerprints
+    run = identity(payload["model"], seed, payload.get("fingerprint"), sha256sum(path))
+    files = (Path(path), Path(spm_files[0]), Path(spm_files[1]))
+    return Inference(model, source, target, device, name, files, run)

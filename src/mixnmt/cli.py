@@ -250,10 +250,32 @@ def cmd_spm_encode(a: argparse.Namespace) -> None:
     encode_file(a.model, a.input, a.output)
 
 
-def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
-    """The inputs of a figure or table, read from their `--<kind>` options."""
+def _add_runs(s: argparse.ArgumentParser) -> None:
+    """The fingerprints a job that gathers per-run files holds its inputs to."""
+    s.add_argument(
+        "--runs",
+        type=_json,
+        metavar="JSON",
+        help="the configuration's fingerprint of every run, {MODEL/seedN: FINGERPRINT}: an input "
+        "of any other run, or that records none, is refused",
+    )
+
+
+def _input_paths(a: argparse.Namespace, kind: str) -> list[Path]:
+    """The files given for input kind `kind` (`_add_inputs`)."""
     from mixnmt.inputs import INPUTS
 
+    value, spec = getattr(a, kind), INPUTS[kind]
+    return [value] if spec.single else [path for _, path in value] if spec.per_model else value
+
+
+def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
+    """The inputs of a figure or table, read from their `--<kind>` options, those that
+    record their runs checked against `--runs`."""
+    from mixnmt.inputs import INPUTS
+    from mixnmt.runs import refuse_foreign
+
+    refuse_foreign([p for kind in kinds if INPUTS[kind].runs for p in _input_paths(a, kind)], a.runs)
     values = {kind: getattr(a, kind) for kind in kinds}
     return {kind: INPUTS[kind].load(dict(v) if INPUTS[kind].per_model else v) for kind, v in values.items()}
 
@@ -263,6 +285,9 @@ def train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", required=True, metavar="NAME", help="the model's name in the config")
     s.add_argument("--entry", "--hparams", type=_json, default={}, help=ENTRY)
     s.add_argument("--config", type=_json, default={}, help="JSON: the training settings")
+    s.add_argument(
+        "--data", type=_json, help="JSON: what defines the data (part of the run's fingerprint; mixnmt.runs)"
+    )
     s.add_argument("--train", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument(
@@ -288,7 +313,7 @@ def cmd_train(a: argparse.Namespace) -> None:
     files = TrainFiles(
         tuple(a.train), tuple(a.valid), tuple(a.spm), a.checkpoint, a.metrics, a.manifest, a.state
     )
-    train(a.model, a.entry, config_section(TrainConfig, "train", a.config), files, stop_requested)
+    train(a.model, a.entry, config_section(TrainConfig, "train", a.config), files, stop_requested, a.data)
 
 
 def _loaded(a: argparse.Namespace) -> Inference:
@@ -416,6 +441,7 @@ def aggregate_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--output", type=Path, required=True, help="TSV")
     s.add_argument("--markdown", type=Path, required=True, help="the same table as Markdown")
     s.add_argument("--metrics", type=Path, required=True, help="the numbers as JSON, for `dvc metrics`")
+    _add_runs(s)
 
 
 def cmd_aggregate(a: argparse.Namespace) -> None:
@@ -423,7 +449,7 @@ def cmd_aggregate(a: argparse.Namespace) -> None:
     from mixnmt.files import write_text
     from mixnmt.report import markdown_scores
 
-    table, tests = aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.metrics)
+    table, tests = aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.metrics, a.runs)
     write_text(a.markdown, markdown_scores(table, tests))
 
 
@@ -432,12 +458,13 @@ def significance_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--baseline", required=True, help="name of the baseline system")
     _add_bootstrap(s)
+    _add_runs(s)
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import significance
 
-    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.seed, a.output)
+    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.seed, a.output, a.runs)
 
 
 def contrasts_arguments(s: argparse.ArgumentParser) -> None:
@@ -449,8 +476,9 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
         "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
     )
     s.add_argument("--output", type=Path, required=True, help="JSON")
+    _add_runs(s)
     s.add_argument(
-        "runs", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
+        "translations", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
     )
 
 
@@ -458,9 +486,9 @@ def cmd_contrasts(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import contrasts
 
     runs: dict[str, dict[int, Path]] = {}
-    for (model, seed), path in a.runs:
+    for (model, seed), path in a.translations:
         runs.setdefault(model, {})[seed] = path
-    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output)
+    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output, a.runs)
 
 
 def lengths_arguments(s: argparse.ArgumentParser) -> None:
@@ -470,6 +498,7 @@ def lengths_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
     s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
     s.add_argument("--output", type=Path, required=True, help="TSV")
+    _add_runs(s)
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
     )
@@ -478,7 +507,9 @@ def lengths_arguments(s: argparse.ArgumentParser) -> None:
 def cmd_lengths(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import bleu_by_length
 
-    bleu_by_length(a.sources, a.references, dict(a.systems), a.edges, a.resamples, a.testset, a.output)
+    bleu_by_length(
+        a.sources, a.references, dict(a.systems), a.edges, a.resamples, a.testset, a.output, a.runs
+    )
 
 
 def reliance_arguments(s: argparse.ArgumentParser) -> None:
@@ -551,6 +582,7 @@ def _members(s: argparse.ArgumentParser, registry: dict, metavar: str, output: s
     for name, spec in registry.items():
         m = members.add_parser(name, help=spec.help, description=spec.help)
         _add_inputs(m, spec.inputs)
+        _add_runs(m)
         m.add_argument("--output", type=Path, required=True, help=output)
 
 
@@ -578,9 +610,11 @@ def plot_arguments(s: argparse.ArgumentParser) -> None:
 def cmd_plot(a: argparse.Namespace) -> None:
     from mixnmt.figures import FIGURES
     from mixnmt.plots import save
+    from mixnmt.provenance import made_from
 
     figure = FIGURES[a.name]
-    save(figure(**_load_inputs(a, figure.inputs)), a.output)
+    drawn = figure(**_load_inputs(a, figure.inputs))
+    save(drawn, a.output, made_from([p for kind in figure.inputs for p in _input_paths(a, kind)]))
 
 
 def report_arguments(s: argparse.ArgumentParser) -> None:
@@ -602,6 +636,7 @@ def report_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--tables", type=Path, nargs="+", required=True, help="TSV files, named by table")
     s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
     s.add_argument("--output", type=Path, required=True, help="report.html")
+    _add_runs(s)
 
 
 def cmd_report(a: argparse.Namespace) -> None:
@@ -610,7 +645,43 @@ def cmd_report(a: argparse.Namespace) -> None:
     figures = {path.stem: path for path in a.figures}
     tables = {path.stem: path for path in a.tables}
     inputs = ReportInputs(a.scores, a.significance, a.lengths, a.manifests, figures, tables, a.captions)
-    write_report(a.output, a.experiment, a.config, inputs)
+    write_report(a.output, a.experiment, a.config, inputs, a.runs)
+
+
+def verify_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("folder", type=Path, help="an experiment's folder, results/<experiment>")
+    s.add_argument(
+        "--configfile",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="the overlays on config.yaml that made it (default: the one in experiments/ naming it)",
+    )
+    s.add_argument(
+        "--quick", action="store_true", help="compare hashes only: no scoring again, no test files needed"
+    )
+    s.add_argument(
+        "--data",
+        type=Path,
+        help="the folder of the dataset's files (default: data/<dataset>; a mirror will do)",
+    )
+
+
+def cmd_verify(a: argparse.Namespace) -> None:
+    from mixnmt.verify import verify
+
+    start = time.perf_counter()
+    chain = verify(a.folder, a.configfile, a.quick, a.data)
+    for line in chain.breaks:
+        print(line)
+    summary = (
+        f"{a.folder}: {chain.passed} checks passed, {len(chain.breaks)} broken, {chain.skipped} skipped "
+        f"downstream of a break ({'hashes only' if a.quick else 'every score recomputed'}; "
+        f"{time.perf_counter() - start:.0f} s)"
+    )
+    if chain.breaks:
+        raise MixnmtError(summary)
+    print(summary, file=sys.stderr)
 
 
 class Command(NamedTuple):
@@ -663,6 +734,11 @@ COMMANDS: dict[str, Command] = {
     "table": Command(cmd_table, table_arguments, "build one of the study's tables"),
     "plot": Command(cmd_plot, plot_arguments, "draw one of the study's figures"),
     "report": Command(cmd_report, report_arguments, "the self-contained HTML report"),
+    "verify": Command(
+        cmd_verify,
+        verify_arguments,
+        "check that every published number comes from the runs the configuration defines",
+    ),
 }
 
 

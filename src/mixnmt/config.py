@@ -16,6 +16,8 @@ import jsonschema
 import yaml
 
 from mixnmt import MixnmtError
+from mixnmt.paths import run
+from mixnmt.runs import data_definition, definition, fingerprint
 from mixnmt.schema import Probability, Validator, settings_schema
 
 T = TypeVar("T")
@@ -85,6 +87,17 @@ class TrainConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
 
+    @classmethod
+    def from_config(cls, config: dict[str, Any], seed: int) -> TrainConfig:
+        """The settings of run `seed` of a loaded config: its `train` section with the
+        seed and the config's `max_steps`, each checked."""
+        return config_section(cls, "train", cls.values(config, seed))
+
+    @classmethod
+    def values(cls, config: dict[str, Any], seed: int) -> dict[str, Any]:
+        """`from_config`'s settings as plain values (what `mixnmt train --config` takes)."""
+        return {**config["train"], "seed": int(seed), "max_steps": config["max_steps"]}
+
 
 @dataclass(frozen=True)
 class DecodeConfig:
@@ -119,6 +132,19 @@ def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
 def selected(config: dict[str, Any]) -> list[str]:
     """The models this experiment trains: `only`, or every entry of `models`."""
     return list(config["only"] or config["models"])
+
+
+def fingerprints(config: dict[str, Any]) -> dict[str, str]:
+    """The fingerprint of every run of `config` (`mixnmt.runs`): {"<model>/seed<n>": fingerprint}."""
+    return {
+        run(model, seed): fingerprint(
+            definition(
+                model, config["models"][model], TrainConfig.from_config(config, seed), data_definition(config)
+            )
+        )
+        for model in selected(config)
+        for seed in config["seeds"]
+    }
 
 
 def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:

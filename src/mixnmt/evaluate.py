@@ -15,8 +15,10 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
 
 from mixnmt import MixnmtError
-from mixnmt.files import read_json, read_lines, read_table, write_json, write_table
+from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_json, write_table
+from mixnmt.paths import run
 from mixnmt.provenance import code_version, stamped, version
+from mixnmt.runs import RECORD, refuse_foreign, translation_record, translation_runs
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +46,10 @@ def loops(hypothesis: str, n: int = LOOP) -> bool:
     return max(Counter(zip(*(words[i:] for i in range(n)))).values(), default=0) >= n
 
 
-def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str, seed: int) -> dict:
-    """BLEU, chrF and lowercased BLEU (`bleu_lc`, the case published Multi30k numbers use)
-    of one system on one test set, with the metric signatures, as JSON; beside them two
-    signs of a degenerate decoder: the output's length over the references' (BLEU's
-    tokens) and the share of hypotheses that loop."""
-    hyps, refs = read_aligned(hypotheses, references)
-    result = {"model": model, "seed": seed, "testset": testset, "sentences": len(hyps)}
+def measured(hyps: list[str], refs: list[str]) -> dict:
+    """What `score` measures of a translation against its references: the sentences,
+    BLEU, chrF and lowercased BLEU with their signatures, length ratio and looping share."""
+    result: dict = {"sentences": len(hyps)}
     for name, metric in (("bleu", BLEU()), ("chrf", CHRF()), ("bleu_lc", BLEU(lowercase=True))):
         corpus = metric.corpus_score(hyps, [refs])
         result[name] = round(corpus.score, 2)
@@ -58,6 +57,26 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
         if name == "bleu":
             result["length_ratio"] = round(corpus.sys_len / corpus.ref_len, 3)
     result["looping"] = round(sum(map(loops, hyps)) / len(hyps), 3)
+    return result
+
+
+def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str, seed: int) -> dict:
+    """BLEU, chrF and lowercased BLEU (`bleu_lc`, the case published Multi30k numbers use)
+    of one system on one test set, with the metric signatures, as JSON; beside them two
+    signs of a degenerate decoder: the output's length over the references' (BLEU's
+    tokens) and the share of hypotheses that loop; and what was scored: the run that made
+    the translation (from its record, if it has one), and the sha256 of the translation
+    and of the references."""
+    made = translation_record(hypotheses)
+    if made is not None and (made["model"], made["seed"]) != (model, seed):
+        raise MixnmtError(
+            f"{hypotheses}: translated by {run(made['model'], made['seed'])}, not {run(model, seed)}"
+        )
+    hyps, refs = read_aligned(hypotheses, references)
+    result = {"model": model, "seed": seed, "testset": testset, **measured(hyps, refs)}
+    result["run"] = made and {k: made[k] for k in RECORD}
+    result["translation"] = {"sha256": sha256sum(hypotheses)}
+    result["references"] = {"sha256": sha256sum(references)}
     result["commit"] = code_version()
     write_json(output, result)
     log.info("%s %s: BLEU %.2f chrF %.2f", model, testset, result["bleu"], result["chrf"])
@@ -72,11 +91,14 @@ def significance(
     testset: str,
     seed: int,
     output: Path,
+    expected: dict[str, str] | None = None,
 ) -> dict:
     """BLEU, chrF and TER of every system with 95% confidence intervals, and the p-value
-    of its difference from `baseline`: sacreBLEU's paired bootstrap resampling."""
+    of its difference from `baseline`: sacreBLEU's paired bootstrap resampling; with the
+    run that made each translation (each one of `expected`'s, if given)."""
     if baseline not in systems:
         raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the systems ({', '.join(systems)})")
+    made = translation_runs(systems, expected)
     order = [baseline, *(name for name in systems if name != baseline)]
     named = [(name, read_aligned(systems[name], references)[0]) for name in order]
     metrics = {key: make() for key, make in METRICS.items()}
@@ -100,6 +122,7 @@ def significance(
         "baseline": baseline,
         "signatures": {key: str(sig) for key, sig in zip(metrics, signatures.values())},
         "systems": rows,
+        "runs": made,
         "commit": code_version(),
     }
     write_json(output, payload)
@@ -170,22 +193,12 @@ def verdict(stats: dict[str, float], margin: float) -> str:
     return "undecided"
 
 
-def contrasts(
-    references: Path,
-    runs: dict[str, dict[int, Path]],
-    pairs: list[tuple[str, str]],
-    resamples: int,
-    margin: float,
-    testset: str,
-    output: Path,
-) -> dict:
-    """Each contrast (A, B) of the study on one test set, over every seed's translations
-    (`runs`: model -> seed -> path): B's BLEU and chrF minus A's as the mean over seeds,
-    with the seed-level bootstrap interval and p (`seed_level`), Holm-adjusted across the
-    contrasts, and a verdict with the equivalence `margin`; beside them, per seed,
-    sacreBLEU's paired-bootstrap p-value (the test sentences' sampling only)."""
+def _contrasted(
+    references: Path, runs: dict[str, dict[int, Path]], pairs: list[tuple[str, str]], metrics: dict
+) -> tuple[dict, dict]:
+    """Per (model, seed) of the contrasted runs: its translation's lines, and per metric
+    its sentence statistics (sentences, stats)."""
     refs = read_lines(references)
-    metrics = {"bleu": BLEU(), "chrf": CHRF()}
     stats, texts = {}, {}
     for a, b in pairs:
         for name in (a, b):
@@ -200,6 +213,31 @@ def contrasts(
                         key: np.array(m._extract_corpus_statistics(texts[name, seed], [refs]))
                         for key, m in metrics.items()
                     }
+    return texts, stats
+
+
+def contrasts(
+    references: Path,
+    runs: dict[str, dict[int, Path]],
+    pairs: list[tuple[str, str]],
+    resamples: int,
+    margin: float,
+    testset: str,
+    output: Path,
+    expected: dict[str, str] | None = None,
+) -> dict:
+    """Each contrast (A, B) of the study on one test set, over every seed's translations
+    (`runs`: model -> seed -> path): B's BLEU and chrF minus A's as the mean over seeds,
+    with the seed-level bootstrap interval and p (`seed_level`), Holm-adjusted across the
+    contrasts, and a verdict with the equivalence `margin`; beside them, per seed,
+    sacreBLEU's paired-bootstrap p-value (the test sentences' sampling only); and the run
+    that made each translation (each one of `expected`'s, if given)."""
+    made = translation_runs(
+        {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}, expected
+    )
+    refs = read_lines(references)
+    metrics = {"bleu": BLEU(), "chrf": CHRF()}
+    texts, stats = _contrasted(references, runs, pairs, metrics)
     rng = np.random.default_rng(0)
     rows = []
     for a, b in pairs:
@@ -221,7 +259,13 @@ def contrasts(
             row[f"{key}_p_holm"] = round(adjusted, 4)
             level = {k.removeprefix(f"{key}_"): v for k, v in row.items() if k.startswith(f"{key}_")}
             row[f"{key}_verdict"] = verdict(level, margin)
-    payload = {"testset": testset, "margin": margin, "contrasts": rows, "commit": code_version()}
+    payload = {
+        "testset": testset,
+        "margin": margin,
+        "contrasts": rows,
+        "runs": made,
+        "commit": code_version(),
+    }
     write_json(output, payload)
     return payload
 
@@ -240,11 +284,14 @@ def bleu_by_length(
     resamples: int,
     testset: str,
     output: Path,
+    expected: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """BLEU of every system on the sentences of each source-length bucket (in words),
-    with sacreBLEU's 95% bootstrap interval."""
+    with sacreBLEU's 95% bootstrap interval; each row names the system's run (each one
+    of `expected`'s, if given)."""
     if sorted(set(edges)) != list(edges) or not edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
+    made = translation_runs(systems, expected)
     srcs, refs = read_aligned(sources, references)
     buckets = [bisect.bisect_left(edges, len(line.split())) for line in srcs]
     rows = []
@@ -263,11 +310,22 @@ def bleu_by_length(
                     "sentences": len(chosen),
                     "bleu": round(bleu.score, 2) if chosen else math.nan,
                     "bleu_ci": round(bleu._ci, 2) if chosen else math.nan,  # sacreBLEU's bootstrap
+                    **{k: (made[model] or {}).get(k) for k in ("seed", "fingerprint")},
                 }
             )
     table = stamped(pd.DataFrame(rows))
     write_table(output, table)
     return table
+
+
+def _score_row(path: Path) -> dict:
+    """A score file as a row of the score table: its numbers and signatures, and of what
+    it scored the run's fingerprint."""
+    score = read_json(path)
+    made = score.pop("run", None) or {}
+    score.pop("translation", None), score.pop("references", None)
+    commit = score.pop("commit")
+    return score | {"fingerprint": made.get("fingerprint"), "commit": commit}
 
 
 def _runs(manifests: list[Path]) -> pd.DataFrame:
@@ -306,18 +364,20 @@ def aggregate(
     reliances: list[Path],
     output: Path,
     metrics: Path,
+    expected: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, list[dict]]:
     """One row per test set x model x seed: BLEU, chrF, TER with 95% intervals and
     p-values against the baseline, lowercased BLEU, length ratio and looping share,
-    source reliance (nats/token), the
-    metric signatures, the code version that scored it (`commit`), and the training run
-    (parameters, steps, `train_commit`) from its manifest. Also as JSON metrics
-    {testset: {model: {metric: mean over seeds}}} for `dvc metrics`. Returns the table and
-    the significance tests it read."""
+    source reliance (nats/token), the metric signatures, the run's fingerprint, the code
+    version that scored it (`commit`), and the training run (parameters, steps,
+    `train_commit`) from its manifest; also as JSON metrics {testset: {model: {metric:
+    mean over seeds}}} for `dvc metrics`. Every input must be a run of `expected`, if
+    given. Returns the table and the significance tests it read."""
+    refuse_foreign([*scores, *significances, *manifests, *reliances], expected)
     keys = ["model", "seed"]
     tests = [read_json(path) for path in significances]
     table = (
-        pd.DataFrame([read_json(path) for path in scores])
+        pd.DataFrame(map(_score_row, scores))
         .merge(_bootstrap(tests), on=[*keys, "testset"], how="left")
         .merge(_overall_reliance(reliances), on=keys, how="left")
         .merge(_runs(manifests), on=keys, how="left")

@@ -6,7 +6,7 @@ option per kind (`--<kind>`), and the workflow maps each kind to its files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from mixnmt.files import read_json, read_table
+from mixnmt.paths import Layout, run
 
 METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
 """The columns of a training run's metrics.tsv (one row per epoch), before any mixture's."""
@@ -25,6 +26,7 @@ class Input:
     load: Callable[[Any], Any]  # the paths (or {model: path}) -> what a drawing or table takes
     per_model: bool = False  # given as MODEL=PATH, one per model
     single: bool = False  # exactly one file
+    runs: bool = False  # its files record the runs they come from (mixnmt.runs)
 
 
 def _tables(paths: list[Path]) -> pd.DataFrame:
@@ -47,17 +49,20 @@ INPUTS: dict[str, Input] = {
         "per-epoch training metrics, MODEL=metrics.tsv",
         lambda paths: {model: read_table(p, METRICS) for model, p in paths.items()},
         per_model=True,
+        runs=True,
     ),
-    "manifests": Input("training manifests, MODEL=manifest.json", _json, per_model=True),
-    "speeds": Input("decoding speeds, MODEL=speed.json", _json, per_model=True),
-    "analyses": Input("analysis weights, MODEL=analysis.json", _json, per_model=True),
-    "lengths": Input("BLEU-by-length tables, one per test set", _tables),
-    "scores": Input("the score table (scores.tsv)", read_table, single=True),
+    "manifests": Input("training manifests, MODEL=manifest.json", _json, per_model=True, runs=True),
+    "speeds": Input("decoding speeds, MODEL=speed.json", _json, per_model=True, runs=True),
+    "analyses": Input("analysis weights, MODEL=analysis.json", _json, per_model=True, runs=True),
+    "lengths": Input("BLEU-by-length tables, one per test set", _tables, runs=True),
+    "scores": Input("the score table (scores.tsv)", read_table, single=True, runs=True),
     "benchmarks": Input("Snakemake benchmark files, benchmarks/<rule>/<job>.tsv", _benchmarks),
-    "reliance_runs": Input("`mixnmt reliance` tables, one per model and seed", _tables),
-    "use_runs": Input("`mixnmt reliance --use` tables (knock-outs), one per model and seed", _tables),
+    "reliance_runs": Input("`mixnmt reliance` tables, one per model and seed", _tables, runs=True),
+    "use_runs": Input(
+        "`mixnmt reliance --use` tables (knock-outs), one per model and seed", _tables, runs=True
+    ),
     "contrast_runs": Input(
-        "`mixnmt contrasts` files, one per test set", lambda paths: [read_json(p) for p in paths]
+        "`mixnmt contrasts` files, one per test set", lambda paths: [read_json(p) for p in paths], runs=True
     ),
     "silver": Input("silver word alignments (mixnmt silver)", read_json, single=True),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
@@ -68,3 +73,44 @@ INPUTS: dict[str, Input] = {
     ),
     "use": Input("the mass-against-use table (tables/use.tsv)", read_table, single=True),
 }
+
+
+BENCHMARKED = {
+    "train": run(),
+    "translate": f"{run()}/{{testset}}",
+    "speed": "{model}",
+    "reliance": run(),
+    "analyse": "{model}",
+}
+"""The jobs that run a model keep Snakemake benchmark files (wall time, memory, CPU time):
+rule -> the job's part of results/<experiment>/benchmarks/<rule>/<job>.tsv."""
+
+
+def input_files(
+    layout: Layout, models: list[str], seeds: list, testsets: list[str], tables: Iterable[str]
+) -> dict[str, list[str]]:
+    """The files of each input kind of an experiment's figures and tables (those named
+    `tables` among them): per-model kinds at the first seed, in the order of `models`."""
+    first = seeds[0]
+    every = [(model, seed) for model in models for seed in seeds]
+    benchmarks = [
+        layout.benchmark(rule, job.format(model=model, seed=seed, testset=testset))
+        for rule, job in BENCHMARKED.items()
+        for model, seed in every
+        for testset in testsets
+    ]
+    return {
+        "metrics": [layout.train("metrics.tsv", model, first) for model in models],
+        "manifests": [layout.train("manifest.json", model, first) for model in models],
+        "speeds": [layout.per_model("speed", model) for model in models],
+        "analyses": [layout.per_model("analysis", model) for model in models],
+        "lengths": [layout.table(f"lengths/{testset}") for testset in testsets],
+        "scores": [layout.summary()],
+        "significance": [layout.significance(seed, testset) for seed in seeds for testset in testsets],
+        "benchmarks": list(dict.fromkeys(benchmarks)),  # a job without {seed} repeats per seed
+        "reliance_runs": [layout.reliance(model, seed) for model, seed in every],
+        "use_runs": [layout.reliance(model, seed, "use") for model, seed in every],
+        "contrast_runs": [layout.contrasts(testset) for testset in testsets],
+        "silver": [layout.silver],
+        **{name: [layout.table(name)] for name in tables},
+    }

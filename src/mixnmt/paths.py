@@ -40,3 +40,51 @@ class Layout:
     def translation(self, model: str, testset: str, seed: str | int = "{seed}", suffix: str = ".txt") -> str:
         """A translation (.txt), or with suffix=".json" the record of what made it."""
         return f"{self.root}/translations/{run(model, seed)}/{testset}{suffix}"
+
+    def corpus(self, split: str = "{split}", lang: str = "{lang}") -> str:
+        """Prepared text of one split and language."""
+        return f"{self.root}/corpus/{split}.{lang}"
+
+    def score(self, model: str = "{model}", testset: str = "{testset}", seed: str | int = "{seed}") -> str:
+        """One run's scores on one test set (JSON)."""
+        return f"{self.root}/scores/{run(model, seed)}/{testset}.json"
+
+    def reliance(self, model: str = "{model}", seed: str | int = "{seed}", kind: str = "reliance") -> str:
+        """One run's source reliance, or with kind="use" its knock-outs (TSV)."""
+        return f"{self.root}/{kind}/{run(model, seed)}.tsv"
+
+    def per_model(self, kind: str, model: str = "{model}") -> str:
+        """A model's file of its first seed's run: kind "speed" or "analysis" (JSON)."""
+        return f"{self.root}/{kind}/{model}.json"
+
+    def significance(self, seed: str | int = "{seed}", testset: str = "{testset}") -> str:
+        """The paired bootstrap of one seed's systems on one test set (JSON)."""
+        return f"{self.root}/significance/seed{seed}/{testset}.json"
+
+    def contrasts(self, testset: str = "{testset}") -> str:
+        """The contrasts over seeds on one test set (JSON)."""
+        return f"{self.root}/contrasts/{testset}.json"
+
+    def table(self, name: str) -> str:
+        """A study table (TSV); "lengths/<testset>" for BLEU by length."""
+        return f"{self.root}/tables/{name}.tsv"
+
+    def figure(self, name: str, ext: str = "png") -> str:
+        return f"{self.root}/figures/{name}.{ext}"
+
+    def summary(self, ext: str = "tsv") -> str:
+        """The score table: scores.tsv, .md or .json."""
+        return f"{self.root}/scores.{ext}"
+
+    @property
+    def report(self) -> str:
+        return f"{self.root}/report.html"
+
+    @property
+    def silver(self) -> str:
+        """Silver word alignments of the first test set (mixnmt silver)."""
+        return f"{self.root}/alignments/silver.json"
+
+    def benchmark(self, rule: str, job: str) -> str:
+        """Snakemake's benchmark file of one job of `rule`."""
+        return f"{self.root}/benchmarks/{rule}/{job}.tsv"

@@ -4,6 +4,7 @@ which figures the study has."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,6 +22,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from mixnmt.files import atomic_path  # noqa: E402
+from mixnmt.provenance import INPUTS_KEY  # noqa: E402
 
 # Okabe-Ito without its yellow, safe for colour-blind readers; more models than colours
 # get evenly spaced colours of a perceptual map instead.
@@ -43,11 +45,17 @@ def palette(models: Iterable[str]) -> dict[str, str]:
     }
 
 
-def save(fig: Figure, png: Path) -> None:
-    """Write `fig` to `png` and to the same name with .svg, atomically."""
+def save(fig: Figure, png: Path, inputs: dict[str, str] | None = None) -> None:
+    """Write `fig` to `png` and to the same name with .svg, atomically, each recording
+    `inputs` ({path: sha256} of what it was drawn from) as JSON: the PNG in a text chunk
+    named INPUTS_KEY, the SVG in its description."""
+    record = json.dumps(inputs or {}, sort_keys=True)
     for path, fmt in ((Path(png), "png"), (Path(png).with_suffix(".svg"), "svg")):
+        metadata = {INPUTS_KEY: record} if fmt == "png" else {"Description": record, "Date": None}
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, bbox_inches="tight", dpi=150 if fmt == "png" else None)
+            fig.savefig(
+                tmp, format=fmt, bbox_inches="tight", dpi=150 if fmt == "png" else None, metadata=metadata
+            )
     plt.close(fig)
 
 

@@ -1,4 +1,5 @@
-"""Which code made a result: the git commit of the checkout the package runs from."""
+"""Which code made a result (the git commit of the checkout the package runs from), and
+which files: what a figure or the report records of its inputs (`made_from`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from mixnmt.files import sha256sum
 
 HERE = Path(__file__).resolve().parent
 
@@ -53,3 +56,13 @@ def code_version() -> str | None:
 def stamped(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with a last column `commit`: the code version that made it."""
     return table.assign(commit=code_version())
+
+
+INPUTS_KEY = "mixnmt-inputs"
+"""Where a figure (PNG text chunk, SVG description) and the report (a JSON script element)
+record `made_from` of their inputs."""
+
+
+def made_from(paths: list[str | Path]) -> dict[str, str]:
+    """{path: sha256} of the files something was made from, in a fixed order."""
+    return {str(path): sha256sum(path) for path in sorted(set(map(str, paths)))}

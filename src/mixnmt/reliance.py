@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from mixnmt import checkpoint
+from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import ParallelData
 from mixnmt.files import write_table
 from mixnmt.models import Seq2Seq
@@ -196,17 +196,22 @@ def source_reliance(
 ) -> pd.DataFrame:
     """Per target position of the validation set (0: all tokens): the mean loss with the
     true source and the reliance estimate r (nats/token) with its 95% interval; and if
-    `use` is given, there the mass against use of a mixture's candidate groups."""
-    name = loaded.name
+    `use` is given, there the mass against use of a mixture's candidate groups. Both
+    tables name the run (`model`, `seed`, `fingerprint`) and the checkpoint's sha256."""
+    name, made = loaded.name, loaded.run
+    if made["seed"] is not None and made["seed"] != seed:
+        raise MixnmtError(f"{loaded.files[0]}: a run of seed {made['seed']}, not {seed}")
     data = ParallelData.load(*valid, (len(loaded.source), len(loaded.target)))
     true, r = estimates(loaded.model, data, max_tokens, loaded.device, sources, rounds)
     table = by_position(true, r).round(4)
     result = pd.concat([pd.DataFrame({"model": [name] * len(table), "seed": seed}), table], axis=1)
+    checked = {"fingerprint": made["fingerprint"], "checkpoint": made["checkpoint"]}  # last columns
     if use is not None:
         tokenizers = {"source": loaded.source, "target": loaded.target}
         groups = use_of_candidates(loaded.model, data, max_tokens, loaded.device, tokenizers, true).round(4)
-        write_table(use, stamped(groups.assign(model=name, seed=seed)[["model", "seed", *groups.columns]]))
-    write_table(output, stamped(result))
+        groups = groups.assign(model=name, seed=seed)[["model", "seed", *groups.columns]]
+        write_table(use, stamped(groups.assign(**checked)))
+    write_table(output, stamped(result.assign(**checked)))
     log.info(
         "%s seed %d: source reliance %.3f nats/token (%.3f to %.3f; at most log %d = %.3f)",
         name,

@@ -5,8 +5,10 @@ scores, every figure and its caption, the tables, the run manifests and the conf
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,8 @@ import pandas as pd
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
-from mixnmt.provenance import code_version, version
+from mixnmt.provenance import INPUTS_KEY, code_version, made_from, version
+from mixnmt.runs import refuse_foreign
 from mixnmt.tables import TABLES, table_html
 
 STYLE = """
@@ -169,6 +172,19 @@ class ReportInputs:
     tables: dict[str, Path]  # name -> TSV, for every table of TABLES
     captions: Path  # folder of <name>.rst captions (plain paragraphs)
 
+    def files(self) -> list[Path]:
+        """Every file the report is made from: its inputs and the captions it shows."""
+        captions = [self.captions / f"{name}.rst" for name in [*FIGURES, "scores"]]
+        return [
+            self.scores,
+            *self.significance,
+            *self.lengths,
+            *self.manifests,
+            *self.figures.values(),
+            *self.tables.values(),
+            *captions,
+        ]
+
 
 def caption(folder: Path, name: str) -> str:
     """The caption file's paragraphs as HTML."""
@@ -185,7 +201,39 @@ def figure(path: Path, alt: str) -> str:
     )
 
 
-def write_report(output: Path, experiment: str, config: dict, inputs: ReportInputs) -> None:
+def reported(config: dict) -> dict:
+    """The configuration as the report shows and records it: the mirror only says where
+    the checksum-pinned files came from, and no result depends on it."""
+    return {key: value for key, value in config.items() if key != "mirror"}
+
+
+CONFIG_INPUT = "config"
+"""The report's record of its inputs names the configuration under this key (`config_digest`)."""
+
+
+def config_digest(config: dict) -> str:
+    """sha256 of a configuration's canonical JSON (key order never counts)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def inputs_record(record: dict[str, str]) -> str:
+    """The report's record of what it was made from, as an HTML element (`read_inputs`)."""
+    text = json.dumps(record, sort_keys=True).replace("</", "<\\/")
+    return f'<script type="application/json" id="{INPUTS_KEY}">{text}</script>'
+
+
+def read_inputs(page: str) -> dict[str, str] | None:
+    """The record `inputs_record` left in a report page; None if it has none."""
+    found = re.search(f'<script type="application/json" id="{INPUTS_KEY}">(.*?)</script>', page, re.S)
+    return json.loads(found[1]) if found else None
+
+
+def write_report(
+    output: Path, experiment: str, config: dict, inputs: ReportInputs, expected: dict[str, str] | None = None
+) -> None:
+    """The report, recording the sha256 of every file it shows and of `config`; its
+    per-run inputs must be runs of `expected`, if given."""
+    refuse_foreign([inputs.scores, *inputs.significance, *inputs.lengths, *inputs.manifests], expected)
     scores = read_table(inputs.scores)
     tests = [read_json(p) for p in inputs.significance]
     lengths = INPUTS["lengths"].load(inputs.lengths)
@@ -228,6 +276,8 @@ def write_report(output: Path, experiment: str, config: dict, inputs: ReportInpu
         f"Models: {html.escape(', '.join(scores.model.unique()))}. "
         f"Trained with code {html.escape(', '.join(trained))}; "
         f"scored and reported with {html.escape(str(code_version()))}.</p>"
-        f"<nav>{nav}</nav>{body}</body></html>\n"
+        f"<nav>{nav}</nav>{body}"
+        + inputs_record(made_from(inputs.files()) | {CONFIG_INPUT: config_digest(config)})
+        + "</body></html>\n"
     )
     write_text(output, page)

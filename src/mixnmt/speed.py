@@ -20,9 +20,9 @@ def measure_speed(
     loaded: Inference, source_ids: Path, output: Path, config: DecodeConfig, sentences: int | None = None
 ) -> dict:
     """Sentences per second of greedy and of beam search over the first `sentences` of a
-    test set (all by default), and peak memory."""
+    test set (all by default), and peak memory; with the run (`mixnmt.runs`)."""
     sources = read_ids(source_ids, len(loaded.source))[:sentences]
-    result: dict = {"model": loaded.name, "sentences": len(sources), "beam": config.beam}
+    result: dict = {"model": loaded.name, "run": loaded.run, "sentences": len(sources), "beam": config.beam}
     for search, beam in (("greedy", 1), ("beam", config.beam)):
         start = time.perf_counter()
         translate_ids(loaded.model, sources, dataclasses.replace(config, beam=beam), loaded.device)

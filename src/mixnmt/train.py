@@ -34,6 +34,7 @@ from mixnmt.inputs import METRICS
 from mixnmt.loss import smoothed_cross_entropy
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, parameter_counts, resolve
+from mixnmt.runs import definition, fingerprint, identity
 from mixnmt.stopping import StopRequested, stop_requests
 from mixnmt.tokenize import Tokenizer
 from mixnmt.usage import ComponentUsage, mixtures
@@ -357,12 +358,14 @@ class StateFile:
         remove_leftovers(self.path)
 
 
-def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
-    """METRICS, then any mixture-usage columns, one row per epoch."""
+def write_metrics(path: Path, rows: list[dict[str, Any]], run: dict[str, Any]) -> None:
+    """METRICS, then any mixture-usage columns, one row per epoch; last the run's
+    `model`, `seed` and `fingerprint`."""
 
     def fmt(value: float | int) -> str:
         return f"{value:.6g}" if isinstance(value, float) else str(value)
 
+    rows = [r | {k: run[k] for k in ("model", "seed", "fingerprint")} for r in rows]
     columns = [*METRICS, *(k for k in rows[0] if k not in METRICS)] if rows else list(METRICS)
     write_lines(path, ["\t".join(columns)] + ["\t".join(fmt(r[k]) for k in columns) for r in rows])
 
@@ -383,23 +386,31 @@ class Run:
     digests: dict[str, str]  # path -> sha256 of every input file
     params: tuple[int, int]  # with and without embeddings
     device: torch.device
+    definition: dict[str, Any]  # what defines the run (mixnmt.runs)
 
-    def fingerprint(self, config: TrainConfig) -> dict[str, Any]:
-        """What a saved state must match to be this run's: everything but `save_every`."""
-        settings = {k: v for k, v in asdict(config).items() if k != "save_every"}
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The run as its files record it (the checkpoint's sha256 is added once written)."""
+        return identity(self.name, self.definition["train"]["seed"], fingerprint(self.definition))
+
+    @property
+    def state_fingerprint(self) -> dict[str, Any]:
+        """What a saved state must match to be this run's: its definition (settings but
+        `save_every`), the model it resolves to, the vocabularies and the inputs' digests."""
         return {
-            "model": self.name,
+            "run": self.definition,
             "arch": self.arch,
             "hparams": self.hparams,
-            "train": settings,
             "vocab": self.vocab,
             "inputs": self.digests,
         }
 
 
-def prepare(name: str, entry: dict | None, config: TrainConfig, files: TrainFiles) -> Run:
+def prepare(
+    name: str, entry: dict | None, config: TrainConfig, files: TrainFiles, data: dict | None = None
+) -> Run:
     """Build model `name` of config entry `entry` on this machine's device and load its
-    data and vocabularies."""
+    data and vocabularies; `data` is what defines the data (`runs.data_definition`)."""
     device = pick_device()
     src_tok, tgt_tok = Tokenizer(files.spm[0]), Tokenizer(files.spm[1])
     shared = Path(files.spm[0]).resolve() == Path(files.spm[1]).resolve()
@@ -428,6 +439,7 @@ def prepare(name: str, entry: dict | None, config: TrainConfig, files: TrainFile
         {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]},
         params,
         device,
+        definition(name, entry, config, data),
     )
 
 
@@ -539,15 +551,22 @@ def finish(trainer: Trainer, run: Run, files: TrainFiles) -> None:
         run.model,
         run.vocab,
         params=run.params[0],
+        definition=run.definition,
+        fingerprint=run.identity["fingerprint"],
         **chosen,
     )
+    weights = sha256sum(files.checkpoint)
+    write_metrics(files.metrics, p.rows, run.identity)
     peak = peak_memory_mb(run.device)
     record = manifest(
         run.digests,
         run.device,
+        run=run.identity | {"checkpoint": weights},
+        definition=run.definition,
         model=run.name,
         arch=run.arch,
-        checkpoint={"path": str(files.checkpoint), "sha256": sha256sum(files.checkpoint)},
+        checkpoint={"path": str(files.checkpoint), "sha256": weights},
+        metrics={"path": str(files.metrics), "sha256": sha256sum(files.metrics)},
         params=run.params[0],
         params_no_embeddings=run.params[1],
         hparams=run.hparams,
@@ -558,7 +577,6 @@ def finish(trainer: Trainer, run: Run, files: TrainFiles) -> None:
         tokens_per_s=p.trained_tokens / p.train_seconds,
         peak_memory=peak,
     )
-    write_metrics(files.metrics, p.rows)
     write_json(files.manifest, record)
     log.info("%s: kept %s -> %s; peak memory %s", run.name, chosen, files.checkpoint, peak)
 
@@ -569,14 +587,16 @@ def train(
     config: TrainConfig,
     files: TrainFiles,
     stop_requested: StopRequested | None = None,
+    data: dict | None = None,
 ) -> None:
     """Train model `name` of config entry `entry` (`models.<name>`), resuming a saved
     state of the same run if there is one, and write its best checkpoint, per-epoch
-    metrics, and the run manifest. SIGTERM or SIGINT (or, if given, what
+    metrics, and the run manifest, each naming the run's fingerprint (of the entry, the
+    settings and `data`, see `mixnmt.runs`). SIGTERM or SIGINT (or, if given, what
     `stop_requested` records) stops training after the current step, with the state saved."""
     determinism.setup(config.seed, config.deterministic)
-    run = prepare(name, entry, config, files)
-    state = StateFile(files.state, run.fingerprint(config))
+    run = prepare(name, entry, config, files, data)
+    state = StateFile(files.state, run.state_fingerprint)
     trainer = Trainer(run.model, config, run.device)
     if not state.resume(trainer):
         batches = run.train_data.batches(config.max_tokens, determinism.epoch_generator(config.seed, 1))

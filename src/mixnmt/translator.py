@@ -154,7 +154,7 @@ def translate_file(
 ) -> None:
     """Decode a file of source ids into detokenised text, one line per source line unless
     `written` asks for n-best lists, and write to `record` (if given) what made it: code
-    version, inputs, settings, time."""
+    version, the run (`mixnmt.runs`), inputs and the output's sha256, settings, time."""
     loaded, config = translator.inference, translator.config
     sources = read_ids(source_ids, len(loaded.source))
     start = time.perf_counter()
@@ -163,7 +163,15 @@ def translate_file(
     if record is not None:
         checkpoint_path, *spm_files = loaded.files
         inputs = {str(p): sha256sum(p) for p in (checkpoint_path, source_ids, *spm_files)}
-        made = manifest(inputs, loaded.device, model=loaded.name, decode=dataclasses.asdict(config))
+        made = manifest(
+            inputs,
+            loaded.device,
+            run=loaded.run,
+            source={"path": str(source_ids), "sha256": inputs[str(source_ids)]},
+            output={"path": str(output), "sha256": sha256sum(output)},
+            model=loaded.name,
+            decode=dataclasses.asdict(config),
+        )
         write_json(record, made | {"sentences": len(sources), "seconds": round(seconds, 1)})
     log.info(
         "%s: %d lines (beam %d) in %.1fs, %.1f sentences/s -> %s",

@@ -1,10 +1,11 @@
 rule lengths:
     input:
-        sources=f"{OUT}/corpus/{{testset}}.{SRC}",
-        references=f"{OUT}/corpus/{{testset}}.{TGT}",
+        sources=corpus("{testset}", SRC),
+        references=corpus("{testset}", TGT),
         systems=lambda w: systems(w.testset, FIRST_SEED).values(),
+        records=lambda w: systems(w.testset, FIRST_SEED, ".json").values(),
     output:
-        f"{OUT}/tables/lengths/{{testset}}.tsv",
+        table("lengths/{testset}"),
     log:
         logged("lengths/{testset}"),
     group:
@@ -15,11 +16,11 @@ rule lengths:
         systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
         edges=config["analysis"]["length_buckets"],
         resamples=config["analysis"]["bootstrap"],
+        runs=RUNS,
     shell:
         "mixnmt lengths --testset {wildcards.testset:q} --sources {input.sources:q}"
         " --references {input.references:q} --edges {params.edges} --resamples {params.resamples}"
-        " --output {output:q}"
-        " {params.systems:q} 2> {log:q}"
+        " --runs {params.runs:q} --output {output:q} {params.systems:q} 2> {log:q}"
 
 
 rule speed:
@@ -28,7 +29,7 @@ rule speed:
         source=ids(FIRST_TEST, SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        f"{OUT}/speed/{{model}}.json",
+        LAYOUT.per_model("speed"),
     log:
         logged("speed/{model}"),
     benchmark:
@@ -56,8 +57,8 @@ rule reliance:
         valid=[ids("valid", SRC), ids("valid", TGT)],
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        reliance=f"{OUT}/reliance/{run()}.tsv",
-        use=f"{OUT}/use/{run()}.tsv",
+        reliance=LAYOUT.reliance(),
+        use=LAYOUT.reliance(kind="use"),
     log:
         logged(f"reliance/{run()}"),
     benchmark:
@@ -84,11 +85,12 @@ rule analyse:
     input:
         checkpoint=LAYOUT.checkpoint(seed=FIRST_SEED),
         source=ids(FIRST_TEST, SRC),
-        references=f"{OUT}/corpus/{FIRST_TEST}.{TGT}",
+        references=corpus(FIRST_TEST, TGT),
         translation=translation("{model}", FIRST_TEST, FIRST_SEED),
+        record=translation("{model}", FIRST_TEST, FIRST_SEED, suffix=".json"),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
-        f"{OUT}/analysis/{{model}}.json",
+        LAYOUT.per_model("analysis"),
     log:
         logged("analyse/{model}"),
     benchmark:
@@ -112,8 +114,8 @@ rule analyse:
 
 rule silver:
     input:
-        train=[f"{OUT}/corpus/train.{SRC}", f"{OUT}/corpus/train.{TGT}"],
-        test=[f"{OUT}/corpus/{FIRST_TEST}.{SRC}", f"{OUT}/corpus/{FIRST_TEST}.{TGT}"],
+        train=[corpus("train", SRC), corpus("train", TGT)],
+        test=[corpus(FIRST_TEST, SRC), corpus(FIRST_TEST, TGT)],
     output:
         SILVER,
     log:
@@ -147,5 +149,7 @@ for name, spec in TABLES.items():
         params:
             args=input_args(spec.inputs),
             name=name,
+            runs=RUNS,
         shell:
-            "mixnmt table {params.name:q} {params.args:q} --output {output:q} 2> {log:q}"
+            "mixnmt table {params.name:q} {params.args:q} --runs {params.runs:q} --output {output:q}"
+            " 2> {log:q}"

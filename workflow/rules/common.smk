@@ -10,11 +10,20 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import check, check_strictly, schema_error, selected
+from mixnmt.config import (
+    TrainConfig,
+    check,
+    check_strictly,
+    fingerprints,
+    schema_error,
+    selected,
+)
 from mixnmt.device import pick_device
 from mixnmt.files import refuse_links
-from mixnmt.inputs import INPUTS
+from mixnmt.inputs import BENCHMARKED, INPUTS, input_files
 from mixnmt.paths import STATE, Layout, run
+from mixnmt.report import reported
+from mixnmt.runs import data_definition
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
 
@@ -39,6 +48,7 @@ def config_error(key, message):
 OUT = f"results/{config['experiment']}"
 # The paths of OUT's files that code outside the workflow reads too.
 LAYOUT = Layout(OUT)
+corpus = LAYOUT.corpus
 try:
     refuse_links(OUT)
 except MixnmtError as e:
@@ -159,9 +169,7 @@ def spm_model(lang):
 def spm_training_text(wildcards):
     """Training text of the languages that share SentencePiece model `name`."""
     return [
-        f"{OUT}/corpus/train.{lang}"
-        for lang in (SRC, TGT)
-        if spm_name(lang) == wildcards.name
+        corpus("train", lang) for lang in (SRC, TGT) if spm_name(lang) == wildcards.name
     ]
 
 
@@ -174,13 +182,13 @@ translation = LAYOUT.translation
 
 def train_config(wildcards):
     """JSON of the training settings: the `train` section plus seed and step cap."""
-    return json.dumps(
-        {
-            **config["train"],
-            "seed": int(wildcards.seed),
-            "max_steps": config["max_steps"],
-        }
-    )
+    return json.dumps(TrainConfig.values(config, wildcards.seed))
+
+
+# What defines the data of every run, and the fingerprint the configuration gives each
+# run (mixnmt.runs): the jobs that gather per-run files refuse any of another run.
+DATA = json.dumps(data_definition(config))
+RUNS = json.dumps(fingerprints(config))
 
 
 def entry(wildcards):
@@ -188,22 +196,26 @@ def entry(wildcards):
     return json.dumps(config["models"][wildcards.model] or {})
 
 
-def systems(testset, seed):
-    """Inputs naming every model's translation of `testset` (training seed `seed`)."""
-    return {model: translation(model, testset, seed) for model in MODELS}
+def systems(testset, seed, suffix=".txt"):
+    """Inputs naming every model's translation of `testset` (training seed `seed`), or
+    with suffix=".json" its record."""
+    return {model: translation(model, testset, seed, suffix) for model in MODELS}
 
 
-def contrasted_runs(testset):
-    """{model/seedN: translation of `testset`} of every run of a contrasted model."""
+def contrasted_runs(testset, suffix=".txt"):
+    """{model/seedN: translation of `testset`} (or its record) of every run of a
+    contrasted model."""
     contrasted = dict.fromkeys(
         m for pair in config["analysis"]["contrasts"] for m in pair
     )
-    return {run(m, s): translation(m, testset, s) for m in contrasted for s in SEEDS}
+    return {
+        run(m, s): translation(m, testset, s, suffix) for m in contrasted for s in SEEDS
+    }
 
 
 def every_run(pattern):
     """`pattern` (with {model} and {seed}) for every model and seed."""
-    return expand(f"{OUT}/{pattern}", model=MODELS, seed=SEEDS)
+    return expand(pattern, model=MODELS, seed=SEEDS)
 
 
 def named(paths):
@@ -214,69 +226,20 @@ def named(paths):
 # --- analysis and report ------------------------------------------------------------
 
 FIRST_TEST = TESTSETS[0]  # speed, alignments and responsibilities are read on this one
-SILVER = f"{OUT}/alignments/silver.json"  # the first test set's, by mixnmt silver
+SILVER = LAYOUT.silver  # the first test set's, by mixnmt silver
 
 
-def per_model(pattern):
-    """`pattern` for every model, at the first seed where it names one."""
-    return expand(f"{OUT}/{pattern}", model=MODELS, seed=FIRST_SEED)
-
-
-def figure(name):
-    return f"{OUT}/figures/{name}.png"
-
-
-def table(name):
-    return f"{OUT}/tables/{name}.tsv"
-
-
-# The jobs that run a model keep Snakemake benchmark files (wall time, memory, CPU time):
-# rule -> the job's part of results/<experiment>/benchmarks/<rule>/<job>.tsv.
-BENCHMARKED = {
-    "train": run(),
-    "translate": f"{run()}/{{testset}}",
-    "speed": "{model}",
-    "reliance": run(),
-    "analyse": "{model}",
-}
+figure = LAYOUT.figure
+table = LAYOUT.table
 
 
 def benchmarked(rule):
     """The benchmark file of one job of `rule` (a key of BENCHMARKED)."""
-    return f"{OUT}/benchmarks/{rule}/{BENCHMARKED[rule]}.tsv"
+    return LAYOUT.benchmark(rule, BENCHMARKED[rule])
 
 
-def benchmark_files():
-    """Every benchmark file of the experiment."""
-    files = [
-        path
-        for rule in BENCHMARKED
-        for path in expand(
-            benchmarked(rule), model=MODELS, seed=SEEDS, testset=TESTSETS
-        )
-    ]
-    return list(dict.fromkeys(files))  # a pattern without {seed} repeats per seed
-
-
-INPUT_FILES = {  # the files of each kind of input of a figure or table (mixnmt.inputs)
-    "metrics": per_model("train/{model}/seed{seed}/metrics.tsv"),
-    "manifests": per_model("train/{model}/seed{seed}/manifest.json"),
-    "speeds": per_model("speed/{model}.json"),
-    "analyses": per_model("analysis/{model}.json"),
-    "lengths": [f"{OUT}/tables/lengths/{testset}.tsv" for testset in TESTSETS],
-    "scores": [f"{OUT}/scores.tsv"],
-    "significance": expand(
-        f"{OUT}/significance/seed{{seed}}/{{testset}}.json",
-        seed=SEEDS,
-        testset=TESTSETS,
-    ),
-    "benchmarks": benchmark_files(),
-    "reliance_runs": every_run("reliance/{model}/seed{seed}.tsv"),
-    "use_runs": every_run("use/{model}/seed{seed}.tsv"),
-    "contrast_runs": expand(f"{OUT}/contrasts/{{testset}}.json", testset=TESTSETS),
-    "silver": [SILVER],
-    **{name: [table(name)] for name in TABLES},
-}
+# the files of each kind of input of a figure or table (mixnmt.inputs)
+INPUT_FILES = input_files(LAYOUT, MODELS, SEEDS, TESTSETS, TABLES)
 
 
 def inputs_of(kinds):

@@ -21,8 +21,8 @@ rule prepare:
         src=lambda w: raw_file(w.split, SRC),
         tgt=lambda w: raw_file(w.split, TGT),
     output:
-        src=f"{OUT}/corpus/{{split}}.{SRC}",
-        tgt=f"{OUT}/corpus/{{split}}.{TGT}",
+        src=corpus(lang=SRC),
+        tgt=corpus(lang=TGT),
     log:
         logged("prepare/{split}"),
     group:

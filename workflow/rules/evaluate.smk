@@ -1,9 +1,10 @@
 rule score:
     input:
         hypotheses=translation("{model}", "{testset}"),
-        references=f"{OUT}/corpus/{{testset}}.{TGT}",
+        record=translation("{model}", "{testset}", suffix=".json"),
+        references=corpus("{testset}", TGT),
     output:
-        f"{OUT}/scores/{run()}/{{testset}}.json",
+        LAYOUT.score(),
     log:
         logged(f"score/{run()}/{{testset}}"),
     group:
@@ -17,10 +18,11 @@ rule score:
 
 rule significance:
     input:
-        references=f"{OUT}/corpus/{{testset}}.{TGT}",
+        references=corpus("{testset}", TGT),
         systems=lambda w: systems(w.testset, w.seed).values(),
+        records=lambda w: systems(w.testset, w.seed, ".json").values(),
     output:
-        f"{OUT}/significance/seed{{seed}}/{{testset}}.json",
+        LAYOUT.significance(),
     log:
         logged("significance/seed{seed}/{testset}"),
     group:
@@ -31,18 +33,20 @@ rule significance:
         systems=lambda w, input: named(dict(zip(MODELS, input.systems))),
         baseline=config["analysis"]["baseline"],
         resamples=config["analysis"]["bootstrap"],
+        runs=RUNS,
     shell:
         "mixnmt significance --testset {wildcards.testset:q} --references {input.references:q}"
         " --baseline {params.baseline:q} --resamples {params.resamples} --seed {wildcards.seed}"
-        " --output {output:q} {params.systems:q} 2> {log:q}"
+        " --runs {params.runs:q} --output {output:q} {params.systems:q} 2> {log:q}"
 
 
 rule contrasts:
     input:
-        references=f"{OUT}/corpus/{{testset}}.{TGT}",
+        references=corpus("{testset}", TGT),
         runs=lambda w: contrasted_runs(w.testset).values(),
+        records=lambda w: contrasted_runs(w.testset, ".json").values(),
     output:
-        f"{OUT}/contrasts/{{testset}}.json",
+        LAYOUT.contrasts(),
     log:
         logged("contrasts/{testset}"),
     group:
@@ -50,40 +54,45 @@ rule contrasts:
     conda:
         "../../envs/text.yaml"
     params:
-        runs=lambda w, input: named(dict(zip(contrasted_runs(w.testset), input.runs))),
+        translations=lambda w, input: named(
+            dict(zip(contrasted_runs(w.testset), input.runs))
+        ),
         pairs=[f"{a}:{b}" for a, b in config["analysis"]["contrasts"]],
         resamples=config["analysis"]["bootstrap"],
         margin=config["analysis"]["equivalence"],
+        runs=RUNS,
     shell:
         "mixnmt contrasts --testset {wildcards.testset:q} --references {input.references:q}"
         " --pairs {params.pairs:q} --resamples {params.resamples} --margin {params.margin}"
-        " --output {output:q} {params.runs:q} 2> {log:q}"
+        " --runs {params.runs:q} --output {output:q} {params.translations:q} 2> {log:q}"
 
 
 rule aggregate:
     input:
         scores=expand(
-            f"{OUT}/scores/{run()}/{{testset}}.json",
+            LAYOUT.score(),
             model=MODELS,
             seed=SEEDS,
             testset=TESTSETS,
         ),
         significance=INPUT_FILES["significance"],
-        manifests=every_run(f"train/{run()}/manifest.json"),
+        manifests=every_run(LAYOUT.train("manifest.json")),
         reliance=INPUT_FILES["reliance_runs"],
     output:
         table=report(
-            f"{OUT}/scores.tsv", caption="../report/scores.rst", category="Tables"
+            LAYOUT.summary("tsv"), caption="../report/scores.rst", category="Tables"
         ),
-        markdown=f"{OUT}/scores.md",
-        metrics=f"{OUT}/scores.json",
+        markdown=LAYOUT.summary("md"),
+        metrics=LAYOUT.summary("json"),
     log:
         logged("aggregate"),
     group:
         "summary"
     conda:
         "../../envs/text.yaml"
+    params:
+        runs=RUNS,
     shell:
         "mixnmt aggregate --scores {input.scores:q} --significance {input.significance:q}"
         " --manifests {input.manifests:q} --reliance {input.reliance:q} --output {output.table:q}"
-        " --markdown {output.markdown:q} --metrics {output.metrics:q} 2> {log:q}"
+        " --markdown {output.markdown:q} --metrics {output.metrics:q} --runs {params.runs:q} 2> {log:q}"

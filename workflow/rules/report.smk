@@ -11,7 +11,7 @@ for name, spec in FIGURES.items():
             png=report(
                 figure(name), caption=f"../report/{name}.rst", category="Figures"
             ),
-            svg=f"{OUT}/figures/{name}.svg",
+            svg=figure(name, "svg"),
         log:
             logged(f"plot/{name}"),
         group:
@@ -21,8 +21,10 @@ for name, spec in FIGURES.items():
         params:
             args=input_args(spec.inputs),
             name=name,
+            runs=RUNS,
         shell:
-            "mixnmt plot {params.name:q} {params.args:q} --output {output.png:q} 2> {log:q}"
+            "mixnmt plot {params.name:q} {params.args:q} --runs {params.runs:q}"
+            " --output {output.png:q} 2> {log:q}"
 
 
 rule report:
@@ -39,7 +41,7 @@ rule report:
         ],
     output:
         report(
-            f"{OUT}/report.html",
+            LAYOUT.report,
             caption="../report/report.rst",
             category="Study report",
         ),
@@ -51,13 +53,11 @@ rule report:
         "../../envs/plots.yaml"
     params:
         experiment=config["experiment"],
-        # The mirror only says where the checksum-pinned files came from: no result depends on it.
-        config=json.dumps(
-            {key: value for key, value in config.items() if key != "mirror"}
-        ),
+        config=json.dumps(reported(config)),
         captions=lambda w, input: os.path.dirname(input.captions[0]),
+        runs=RUNS,
     shell:
-        "mixnmt report --experiment {params.experiment:q} --config {params.config:q}"
+        "mixnmt report --experiment {params.experiment:q} --config {params.config:q} --runs {params.runs:q}"
         " --scores {input.scores:q} --significance {input.significance:q} --lengths {input.lengths:q}"
         " --manifests {input.manifests:q} --figures {input.figures:q} --tables {input.tables:q}"
         " --captions {params.captions:q} --output {output:q} 2> {log:q}"

@@ -4,7 +4,7 @@
 
 rule tokenized:
     input:
-        [f"{OUT}/corpus/{split}.{lang}" for split in SPLITS for lang in (SRC, TGT)],
+        [corpus(split, lang) for split in SPLITS for lang in (SRC, TGT)],
         [spm_model(lang) for lang in (SRC, TGT)],
         [ids(split, lang) for split in ("train", "valid") for lang in (SRC, TGT)],
         [ids(testset, SRC) for testset in TESTSETS],
@@ -23,12 +23,8 @@ for name in MODELS:
             f"evaluated_{name}"
         input:
             [translation(name, t, seed) for t in TESTSETS for seed in SEEDS],
-            [
-                f"{OUT}/scores/{run(name, seed)}/{t}.json"
-                for t in TESTSETS
-                for seed in SEEDS
-            ],
-            [f"{OUT}/reliance/{run(name, seed)}.tsv" for seed in SEEDS],
-            [f"{OUT}/use/{run(name, seed)}.tsv" for seed in SEEDS],
-            f"{OUT}/speed/{name}.json",
-            f"{OUT}/analysis/{name}.json",
+            [LAYOUT.score(name, t, seed) for t in TESTSETS for seed in SEEDS],
+            [LAYOUT.reliance(name, seed) for seed in SEEDS],
+            [LAYOUT.reliance(name, seed, "use") for seed in SEEDS],
+            LAYOUT.per_model("speed", name),
+            LAYOUT.per_model("analysis", name),

@@ -20,7 +20,7 @@ rule spm_train:
 
 rule spm_encode:
     input:
-        text=f"{OUT}/corpus/{{split}}.{{lang}}",
+        text=corpus(),
         model=lambda w: spm_model(w.lang),
     output:
         ids("{split}", "{lang}"),

@@ -22,10 +22,11 @@ rule train:
     params:
         entry=entry,
         config=train_config,
+        data=DATA,
         state=LAYOUT.train(STATE),  # survives a failed job: rerun to resume
     shell:
         "mixnmt train --model {wildcards.model:q} --entry {params.entry:q}"
-        " --config {params.config:q} --threads {threads}"
+        " --config {params.config:q} --data {params.data:q} --threads {threads}"
         " --train {input.train:q} --valid {input.valid:q} --spm {input.spm:q}"
         " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} --manifest {output.manifest:q}"
         " --state {params.state:q} 2> {log:q}"

@@ -1,0 +1,158 @@
+"""What a training run is, and the records that tie every file made from it back to it.
+
+A run is defined by its config: the model's entry, the training settings with the seed,
+and the data (the pinned sha256 of the training and validation files, how they are
+prepared and tokenised). Its fingerprint is a hash of exactly that definition, so the
+configuration alone says what every run's fingerprint must be (`config.fingerprints`).
+
+Every per-run file records its run: `{"model", "seed", "fingerprint", "checkpoint"}` (the
+checkpoint's sha256 where one was read) in a JSON file's `run`, or as columns `model`,
+`seed`, `fingerprint` of a table; a file made from several runs' translations records
+each in `runs`. `refuse_foreign` is what every job that gathers per-run files asks of its
+inputs: each must be a run of this configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mixnmt import MixnmtError
+from mixnmt.files import read_json, read_table, sha256sum
+from mixnmt.paths import run
+
+UNDEFINING = ("save_every",)
+"""Training settings that change how a run is kept, not what it computes."""
+
+IDENTITY = ("model", "seed", "fingerprint")
+"""What every per-run record holds, in a table's columns too."""
+RECORD = (*IDENTITY, "checkpoint")
+"""A JSON file's record of its run: also the sha256 of the weights it read."""
+
+
+def data_definition(config: dict[str, Any]) -> dict[str, Any]:
+    """The data a run of `config` trains on: the pinned training and validation files,
+    and how they are prepared and tokenised."""
+    dataset = config["datasets"][config["dataset"]]
+    languages = [config["src"], config["tgt"]]
+    return {
+        "languages": languages,
+        "files": {
+            split: {lang: dataset[split][lang]["sha256"] for lang in languages}
+            for split in ("train", "valid")
+        },
+        "prepare": config["prepare"],
+        "spm": config["spm"],
+    }
+
+
+def definition(model: str, entry: dict | None, train: Any, data: dict | None) -> dict[str, Any]:
+    """Exactly what defines one training run: the model's name and config entry, its
+    training settings (a `config.TrainConfig`: seed and step cap included) and its data
+    (`data_definition`)."""
+    settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in UNDEFINING}
+    # as JSON reads it back (tuples as lists), so that a recorded definition equals it
+    return json.loads(json.dumps({"model": model, "entry": entry or {}, "train": settings, "data": data}))
+
+
+def fingerprint(definition: dict[str, Any]) -> str:
+    """16 hex digits of the sha256 of a definition's canonical JSON (key order never counts)."""
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def identity(model: str, seed: int | None, fingerprint: str | None, checkpoint: str | None = None) -> dict:
+    """A per-run file's record of its run (RECORD)."""
+    return dict(zip(RECORD, (model, seed, fingerprint, checkpoint)))
+
+
+def translation_record(path: str | Path) -> dict[str, Any] | None:
+    """The run that made translation `path` (its record `<name>.json`, written by
+    `mixnmt translate --manifest`), with the translation's sha256 as `translation`; None
+    if it has no record (a translation made by hand). A translation changed since its
+    record was written is an error."""
+    path = Path(path)
+    record_path = path.with_suffix(".json")
+    if not record_path.is_file():
+        return None
+    record = read_json(record_path)
+    made = record.get("output", {}).get("sha256") if isinstance(record, dict) else None
+    if not made or not isinstance(record.get("run"), dict):
+        raise MixnmtError(f"{record_path}: an old format that records no run or output; translate again")
+    digest = sha256sum(path)
+    if digest != made:
+        raise MixnmtError(
+            f"{path}: changed since {record_path} was written (sha256 {digest[:16]}, recorded {made[:16]})"
+        )
+    return record["run"] | {"translation": digest}
+
+
+def translation_runs(paths: dict[str, Path], expected: dict[str, str] | None) -> dict[str, dict | None]:
+    """The run of each translation (`translation_record`), by the same keys; with
+    `expected`, each must be a run of that configuration (see `check_run`)."""
+    found = {}
+    for key, path in paths.items():
+        found[key] = record = translation_record(path)
+        if expected is None:
+            continue
+        if record is None:
+            raise MixnmtError(
+                f"{path}: no record of the run that made it ({Path(path).with_suffix('.json')})"
+            )
+        check_run(path, record, expected)
+    return found
+
+
+def records(path: str | Path) -> list[dict[str, Any]] | None:
+    """The runs a per-run file records (JSON: `run`, or the values of `runs`; a table: its
+    distinct `model`, `seed`, `fingerprint` rows); None if it records none (an old format)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        payload = read_json(path)
+        if not isinstance(payload, dict):
+            return None
+        if isinstance(payload.get("run"), dict):
+            return [payload["run"]]
+        runs = payload.get("runs")
+        if isinstance(runs, dict) and runs and all(isinstance(r, dict) for r in runs.values()):
+            return list(runs.values())
+        return None
+    table = read_table(path)
+    if not set(IDENTITY) <= set(table.columns):
+        return None
+    rows = table[list(IDENTITY)].drop_duplicates()
+    return [{k: (None if pd.isna(v) else v) for k, v in row.items()} for row in rows.to_dict("records")]
+
+
+def check_run(path: str | Path, record: dict[str, Any], expected: dict[str, str]) -> None:
+    """Raise MixnmtError, naming `path` and both fingerprints, unless `record` is a run of
+    the configuration whose fingerprints are `expected`."""
+    key = run(record.get("model"), record.get("seed"))
+    want = expected.get(key)
+    if want is None:
+        raise MixnmtError(f"{path}: holds run {key}, which this configuration does not train")
+    if record.get("fingerprint") != want:
+        raise MixnmtError(
+            f"{path}: run {key} has fingerprint {record.get('fingerprint')}, but this configuration's is "
+            f"{want} (its model entry, training settings or data differ); remake it"
+        )
+
+
+def refuse_foreign(paths: list[Path] | list[str], expected: dict[str, str] | None) -> None:
+    """Raise MixnmtError, naming the file, if any of `paths` (per-run files) records no run
+    or a run that is not one of `expected` (None: check nothing)."""
+    if expected is None:
+        return
+    for path in paths:
+        found = records(path)
+        if found is None:
+            raise MixnmtError(
+                f"{path}: an old format that records no run fingerprint; remake it with this code"
+            )
+        for record in found:
+            check_run(path, record, expected)
