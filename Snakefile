@@ -9,18 +9,23 @@ from snakemake.logging import logger
 from snakemake.utils import min_version
 
 from mixnmt import MixnmtError
-from mixnmt.config import cpu_notice, read
+from mixnmt.config import MAX_NODES, cpu_notice, nodes, read
 
 min_version("9.0")
 
-# Snakemake merges the overlays (--configfile) onto config.yaml at `configfile:`; one
-# whose YAML aliases expand to billions of values would hang that merge, so each is
-# read (and refused, if so) first.
-for overlay in workflow.config_settings.configfiles:
-    try:
+# Snakemake merges the overlays (--configfile) and single keys (--config) onto config.yaml
+# at `configfile:`; YAML aliases that expand to billions of values would hang that merge,
+# and plain YAML would take a key given twice silently, so each is read (and refused, if
+# so) first.
+try:
+    for overlay in ["config.yaml", *workflow.config_settings.configfiles]:
         read(overlay)
-    except MixnmtError as e:
-        raise WorkflowError(f"config: {e}") from None
+    if nodes(workflow.config_settings.overwrite_config) > MAX_NODES:
+        raise MixnmtError(
+            f"--config: expands to more than {MAX_NODES} values (YAML aliases?); refused"
+        )
+except MixnmtError as e:
+    raise WorkflowError(f"config: {e}") from None
 
 
 configfile: "config.yaml"

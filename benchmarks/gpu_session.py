@@ -38,7 +38,7 @@ import torch
 import yaml
 
 from mixnmt.files import sha256sum
-from mixnmt.paths import CHECKPOINTS, STATE, Layout
+from mixnmt.paths import CHECKPOINTS, STATES, Layout
 from mixnmt.provenance import code_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +161,7 @@ def tarball(results: Path, out: Path) -> Path:
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = Path(info.name).parts
-        return None if CHECKPOINTS in parts[1:2] or parts[-1] == STATE else info
+        return None if set(parts[1:2]) & {CHECKPOINTS, STATES} else info
 
     with tarfile.open(path, "w:gz") as tar:
         tar.add(results, arcname=results.name, filter=keep)

@@ -271,7 +271,11 @@ def trainer(job: dict, device: torch.device) -> Trainer:
     """The workflow's trainer of model `job["model"]` at its config size on `device`."""
     arch, hparams = resolve(job["model"], job["entry"])
     model = build(arch, hparams, VOCAB, VOCAB, True).to(device)
-    settings = {**CONFIG["train"], "seed": 1, "max_steps": None, "lr": 1e-4, "deterministic": False}
+    settings = {
+        **TrainConfig.values(CONFIG | {"max_steps": None}, seed=1),
+        "lr": 1e-4,
+        "deterministic": False,
+    }
     return Trainer(model, TrainConfig(**settings), device)
 
 

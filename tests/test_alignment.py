@@ -2,8 +2,10 @@
 words, the silver aligner (run where eflomal is installed, its absence always), and the
 table and figure that compare the models' alignments with the silver ones."""
 
+import importlib.metadata
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +112,50 @@ def test_the_table_scores_each_weight_and_a_transformers_best_head():
     assert best.aer == pytest.approx(1 - 4 / 6, abs=1e-3) and best.precision == pytest.approx(2 / 3, abs=1e-3)
     with pytest.raises(MixnmtError, match="m: alignments of 3 sentences, the silver ones of 2"):
         alignment_errors(analyses, {k: v[:2] for k, v in silver_links.items()})
+
+
+class StandIn:
+    """A stand-in for eflomal: writes the links it is told to, or raises."""
+
+    def __init__(self, forward: int, reverse: int, error: Exception | None = None):
+        self.counts, self.error = (forward, reverse), error
+
+    def Aligner(self, **settings):  # noqa: N802 (eflomal's name)
+        return self
+
+    def align(self, src, tgt, links_filename_fwd, links_filename_rev):
+        if self.error:
+            raise self.error
+        for path, n in zip((links_filename_fwd, links_filename_rev), self.counts):
+            Path(path).write_text("0-0\n" * n)
+
+
+@pytest.mark.parametrize(
+    "aligner, message",
+    [
+        (StandIn(161, 162), "eflomal wrote 161 forward alignments for 162 sentence pairs"),  # shifted
+        (StandIn(162, 162, ValueError("n_samplers must be positive")),
+         "analysis.aligner: eflomal failed (ValueError: n_samplers must be positive)"),
+    ],
+)  # fmt: skip
+def test_an_aligner_that_fails_or_writes_too_few_links_is_refused(
+    corpus, tmp_path, monkeypatch, aligner, message
+):
+    """A short links file would silently shift every silver alignment by a sentence."""
+    monkeypatch.setitem(sys.modules, "eflomal", aligner)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "2.0.0")
+    with pytest.raises(MixnmtError) as error:
+        silver(*corpus, SETTINGS, tmp_path / "silver.json")
+    assert str(error.value) == message and not (tmp_path / "silver.json").exists()
+
+
+def test_silver_alignments_without_words_or_links_are_refused_naming_what_is_missing():
+    with pytest.raises(MixnmtError, match="^silver alignments: no words, sure, possible"):
+        alignment_errors([], {"aligner": "eflomal==2.0.0"})
+
+
+def test_an_alignment_error_rate_of_no_links_names_the_model_and_weights():
+    analysis = {"model": "m", "reference": {"words": [[1, 1]], "links": {"alignment": [""]}}}
+    silver_links = {"words": [[1, 1]], "sure": [""], "possible": [""]}
+    with pytest.raises(MixnmtError, match="^m, alignment: no alignment error rate: none of the 1 sentences"):
+        alignment_errors([analysis], silver_links)

@@ -111,6 +111,9 @@ def test_non_finite_numbers_are_refused_with_their_key(path, value):
         (("decode", "beam"), 10**20, "decode.beam: 100000000000000000000 is greater than the maximum of"),
         (("analysis", "bootstrap"), 10**12, "analysis.bootstrap: 1000000000000 is greater than the maximum"),
         (("train", "max_tokens"), 4096.0, "train.max_tokens: 4096.0 is not of type 'integer'"),
+        # an output limit past any sentence (1e300 overflowed to empty translations at rc 0)
+        (("decode", "max_len_a"), 1.0e300, "decode.max_len_a: 1e+300 is greater than the maximum of 100"),
+        (("decode", "max_len_b"), 10**6, "decode.max_len_b: 1000000 is greater than the maximum of 10000"),
     ],
 )
 def test_integers_must_be_ints_and_sizes_are_bounded(path, value, message):
@@ -229,3 +232,26 @@ def test_mixnmt_config_writes_an_overlay_merged_as_dvc_runs_it(tmp_path, monkeyp
         f"mixnmt config: error: only.0: 'nonexistent' is not one of models: {', '.join(CONFIG['models'])}"
     ]
     assert output.read_text() == before and sorted(tmp_path.iterdir()) == sorted([output, bad])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("decode:\n  beam: 1\ndecode:\n  beam: 5\n", "the key 'decode' is given twice, at lines 1 and 3"),
+        ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 20 deep; refused"),
+        (
+            "train: {lr: 0.1}\nx: \xe9\n".encode("latin-1"),
+            "not UTF-8 text (byte 20); save the config as UTF-8",
+        ),
+    ],
+)
+def test_a_config_file_that_is_not_plain_utf8_yaml_is_refused_in_one_line(tmp_path, text, message):
+    """A key given twice (YAML keeps the last silently), nesting deep enough to exhaust the
+    recursive checks, Latin-1 bytes: each refused naming the file."""
+    from mixnmt.config import read
+
+    path = tmp_path / "overlay.yaml"
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    with pytest.raises(MixnmtError) as error:
+        read(path)
+    assert str(error.value) == f"{path}: {message}"

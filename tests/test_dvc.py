@@ -242,3 +242,18 @@ def test_metrics_and_plots_show_the_committed_cpu_run(tmp_path):
     assert len(curves) == 2, list(plots)  # (the experiment's own curves are not made yet)
     models = {row["model"] for name in curves for row in plots[name][0]["content"]["data"]["values"]}
     assert models == set(scores[next(iter(scores))]), models
+
+
+def test_a_training_state_lies_outside_every_dvc_output():
+    """DVC deletes a stage's outputs before it runs the stage again: a state among them
+    would be lost, and an interrupted `dvc repro` would retrain from step 0."""
+    from mixnmt.paths import Layout
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    outs = [
+        Path(next(iter(out)) if isinstance(out, dict) else out)
+        for stage in stages.values()
+        for out in (stage.get("outs") or stage.get("do", {}).get("outs") or [])
+    ]
+    state = Path(Layout("results/${experiment}").state("${key}", 1))
+    assert outs and not any(out == state or out in state.parents for out in outs), state

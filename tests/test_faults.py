@@ -21,6 +21,7 @@ import torch
 from conftest import CONFIG, FAST, TINY_MODELS
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.cli import main
+from mixnmt.config import TrainConfig
 from mixnmt.download import download
 from mixnmt.figures import FIGURES
 from mixnmt.files import sha256sum
@@ -64,7 +65,7 @@ def world(tiny_source, tiny_spm, random_checkpoint, tmp_path) -> dict[str, Path]
 
 def train_argv(w: dict[str, Path], train_src: Path, **config: object) -> list:
     good, out = w["good"], w["out"]
-    settings = {**CONFIG["train"], "seed": 1, "max_steps": 3, "epochs": 1, **config}
+    settings = {**TrainConfig.values(CONFIG | {"max_steps": 3}, seed=1), "epochs": 1, **config}
     return ["train", "--model", FAST, "--threads", "1", "--hparams", json.dumps(TINY_MODELS[FAST]),
             "--config", json.dumps(settings), "--train", train_src, good / "train.de.ids",
             "--valid", good / "valid.en.ids", good / "valid.de.ids", "--spm", w["spm"], w["spm"],
@@ -88,7 +89,8 @@ COMMANDS = {
         "train.en", "c.en",
     ),
     "spm-train": (
-        lambda w, m: ["spm-train", "--input", m, "--model", w["out"] / "m.model", "--vocab-size", 40],
+        lambda w, m: ["spm-train", "--input", m, "--model", w["out"] / "m.model", "--vocab-size", 40,
+                      "--model-type", "unigram", "--character-coverage", 1.0, "--seed", 1],
         "train.en", "m.model",
     ),
     "spm-encode": (

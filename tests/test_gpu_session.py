@@ -81,9 +81,9 @@ def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
     assert "no CUDA device on this machine" in (out / "cuda-tests.log").read_text()
     assert set(json.loads((out / "speed.json").read_text())["shared"]) == {"1", "2"}
     assert "deadline reached: SIGTERM to" in (out / "study.log").read_text()
-    states = list((work / "results" / "tiny" / "train").glob("*/seed1/resume.pt"))
+    states = list((work / "results" / "tiny" / "states").glob("*/seed1.pt"))
     assert states, "no training state was saved at the deadline"
     with tarfile.open(out / "results-tiny.tar.gz") as tar:
         names = tar.getnames()
     assert any(n.startswith("tiny/logs/train/") for n in names)
-    assert not any("/checkpoints" in n or n.endswith("resume.pt") for n in names)
+    assert not any("/checkpoints" in n or "/states" in n for n in names)

@@ -10,7 +10,7 @@ from torch import nn
 
 from conftest import FAST, VARIANTS, tiny_model
 from mixnmt.batching import ParallelData
-from mixnmt.reliance import by_position, estimates, knocked_out, others, token_nll, use_of_candidates
+from mixnmt.reliance import by_position, estimates, others, token_nll, use_of_candidates
 from mixnmt.symbols import EOS, PAD
 
 VOCAB = 30
@@ -103,7 +103,7 @@ def test_knocking_out_a_group_without_mass_changes_nothing(name):
         for weights in mixture_weights(model):
             reads_source = pis[weights].size(-1) > 1 + hparams["components"]
             for group, empty in (("learned", hparams["components"] == 0), ("source", not reads_source)):
-                with knocked_out(model, weights, group):
+                with model.knocked_out(weights, group):
                     after = model(batch.src, batch.tgt_in)
                 assert torch.equal(after, before) == empty, (weights, group)
 
@@ -112,7 +112,7 @@ def test_a_knocked_out_group_gets_no_responsibility_and_the_rest_renormalise():
     name = next(n for n in VARIANTS if "source=states" in n and "components=8" in n)
     model = tiny_model(name, VOCAB, dropout=0.0)[2]
     batch = corpus().collate(range(6))
-    with torch.no_grad(), knocked_out(model, "decoder_responsibilities", "source"):
+    with torch.no_grad(), model.knocked_out("decoder_responsibilities", "source"):
         pi = model.analyse(batch.src, batch.tgt_in)["decoder_responsibilities"]  # (B, T, H, 1+K+S)
     real = batch.tgt_in != PAD
     assert pi[real][..., 1 + model.learned_components :].abs().max() == 0

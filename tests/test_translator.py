@@ -117,7 +117,7 @@ def test_cli_reads_a_file_and_overlays_the_decoding_settings(random_checkpoint, 
     (tmp_path / "greedy.yaml").write_text("decode:\n  beam: 1\n")
     status = translate_cli(
         random_checkpoint, tiny_spm, str(tmp_path / "in.txt"), str(tmp_path / "out.txt"),
-        "--configfile", str(ROOT / "config.yaml"), str(tmp_path / "greedy.yaml"),
+        "--configfile", str(ROOT / "config.yaml"), "--configfile", str(tmp_path / "greedy.yaml"),
     )  # fmt: skip
     assert status == 0
     expected = Translator.load(random_checkpoint, tiny_spm, decode_config(beam=1)).translate(SENTENCES)
@@ -145,7 +145,7 @@ def test_decoding_options_override_the_config(random_checkpoint, tiny_spm, tmp_p
 def test_nbest_prints_scored_hypotheses_best_first(random_checkpoint, tiny_spm, monkeypatch, capsys, caplog):
     """`--beam 5 --nbest 3`: three INDEX<TAB>SCORE<TAB>TRANSLATION lines per input line, the
     best first and as plain decoding gives it, the scores as the search computed them;
-    one empty hypothesis for an empty line. The model's loading is announced."""
+    one empty hypothesis for an empty line, without a made-up score. The model's loading is announced."""
     caplog.set_level(logging.INFO, "mixnmt")
     stdin(monkeypatch, "\n".join(SENTENCES).encode() + b"\n")
     monkeypatch.chdir(ROOT)
@@ -160,7 +160,7 @@ def test_nbest_prints_scored_hypotheses_best_first(random_checkpoint, tiny_spm, 
     ]
     assert rows == expected
     assert [sum(row[0] == str(i) for row in rows) for i in range(4)] == [3, 1, 3, 3]
-    assert rows[3] == ["1", "0.0000", ""]  # the empty line
+    assert rows[3] == ["1", "nan", ""]  # the empty line: never decoded, so no score
     scores = [float(row[1]) for row in rows if row[0] == "0"]
     assert scores == sorted(scores, reverse=True)
     assert [row[2] for row in rows if row[0] != "1"][::3] == [t for t in translator.translate(SENTENCES) if t]
@@ -183,7 +183,7 @@ def test_alignments_hold_one_record_per_line(random_checkpoint, tiny_spm, tmp_pa
     tok = Tokenizer(tiny_spm)
     translations = read_lines(out)
     assert [r["index"] for r in records] == [0, 1, 2, 3]
-    assert records[1] == {"index": 1, "score": 0.0, "source": [], "target": [], "axes": {}, "weights": {}}
+    assert records[1] == {"index": 1, "score": None, "source": [], "target": [], "axes": {}, "weights": {}}
     for record, sentence, translation in zip(records, SENTENCES, translations):
         if not sentence:
             continue
@@ -345,3 +345,66 @@ def test_a_hyperparameter_added_after_training_takes_its_default(tiny_spm, tmp_p
     message = f"trained with models.{name}.{key}={hparams[key]!r}, but the config says {changed!r}"
     with pytest.raises(MixnmtError, match=re.escape(message)):
         checkpoint.load_model(older, tok, tok, name, {**TINY_MODELS[name], key: changed})
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ["IN", "IN"],  # the translation over its input
+        ["IN", "CHECKPOINT"],  # over the checkpoint it loads
+        ["IN", "OUT", "--alignments", "IN"],  # the alignments over the input
+        ["IN", "OUT", "--alignments", "OUT"],  # two outputs in one file
+        ["IN", "OUT", "--alignments", "LINK"],  # through a link to the input
+    ],
+)
+def test_no_output_may_overwrite_an_input_or_another_output(
+    random_checkpoint, tiny_spm, tmp_path, outputs, capsys
+):
+    """A rule of every command (files.distinct, applied by `mixnmt`): refused in one line
+    before anything is read, and every file is left as it was."""
+    files = {"IN": tmp_path / "in.txt", "OUT": tmp_path / "out.txt", "LINK": tmp_path / "link.txt"}
+    files["IN"].write_text("\n".join(SENTENCES) + "\n")
+    files["LINK"].symlink_to(files["IN"])
+    files["CHECKPOINT"] = random_checkpoint
+    kept = {name: path.read_bytes() for name, path in files.items() if path.exists()}
+    args = [str(files.get(word, word)) for word in outputs]
+    status = translate_cli(random_checkpoint, tiny_spm, *args, "--beam", "1", "--length-penalty", "1",
+                           "--max-len-a", "1", "--max-len-b", "5", "--batch-size", "8")  # fmt: skip
+    error = capsys.readouterr().err
+    assert status == 1 and error.count("\n") == 1, error
+    assert "both an input and an output" in error or "named as two outputs" in error
+    assert {name: path.read_bytes() for name, path in files.items() if name in kept} == kept
+    assert not files["OUT"].exists()
+
+
+def test_configfile_takes_one_file_and_never_the_input(random_checkpoint, tiny_spm, tmp_path):
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    (tmp_path / "greedy.yaml").write_text("decode:\n  beam: 1\n")
+    status = translate_cli(
+        random_checkpoint, tiny_spm, "--configfile", str(ROOT / "config.yaml"),
+        "--configfile", str(tmp_path / "greedy.yaml"), str(tmp_path / "in.txt"), str(tmp_path / "out.txt"),
+    )  # fmt: skip
+    assert status == 0 and len(read_lines(tmp_path / "out.txt")) == len(SENTENCES)
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("/dev/zero", "/dev/zero: more than 64 MiB; refused (split it)"),  # never ends
+        ("closed", "standard input is closed: give the text as INPUT"),  # translate <&-
+    ],
+)
+def test_an_endless_or_closed_input_is_refused_in_one_line(
+    random_checkpoint, tiny_spm, monkeypatch, capsys, where, message
+):
+    monkeypatch.chdir(ROOT)
+    if where == "closed":
+        monkeypatch.setattr(sys, "stdin", None)
+    assert translate_cli(random_checkpoint, tiny_spm, *([] if where == "closed" else [where])) == 1
+    assert capsys.readouterr().err == f"mixnmt translate: error: {message}\n"
+
+
+def test_threads_must_be_a_positive_count(random_checkpoint, tiny_spm, capsys):
+    with pytest.raises(SystemExit):
+        translate_cli(random_checkpoint, tiny_spm, "--threads", "-1")
+    assert "argument --threads: '-1': expected a positive integer" in capsys.readouterr().err

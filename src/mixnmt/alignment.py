@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mixnmt import MixnmtError
-from mixnmt.files import read_lines, write_json
+from mixnmt.files import gist, read_lines, write_json
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,10 @@ def error_rate(
         a_s, a_p = a_s + len(a & s), a_p + len(a & (p | s))
         n_a, n_s = n_a + len(a), n_s + len(s)
     if not n_a + n_s:
-        raise MixnmtError("alignment error rate of empty alignments")
+        raise MixnmtError(
+            f"no alignment error rate: none of the {len(alignments)} sentences has a link, in the model's "
+            "alignments or the silver ones"
+        )
     return {
         "aer": 1 - (a_s + a_p) / (n_a + n_s),
         "precision": a_p / n_a if n_a else float("nan"),
@@ -92,7 +95,12 @@ def silver(
         log.warning("silver alignments skipped: %s", result["skipped"])
         write_json(output, result)
         return result
-    version = importlib.metadata.version("eflomal")
+    try:
+        version = importlib.metadata.version("eflomal")
+    except importlib.metadata.PackageNotFoundError:
+        raise MixnmtError(
+            f"eflomal imports but has no package metadata (its version is unknown); install {EFLOMAL}"
+        ) from None
     if f"eflomal=={version}" != EFLOMAL:
         raise MixnmtError(f"eflomal {version} is installed; the study pins {EFLOMAL}")
     train_lines = [read_lines(p) for p in train]
@@ -101,9 +109,20 @@ def silver(
         raise MixnmtError(f"{train[0]} and {test[0]} have {len(src)} lines, their targets {len(tgt)}")
     with tempfile.TemporaryDirectory() as tmp:
         forward, reverse = f"{tmp}/forward", f"{tmp}/reverse"
-        eflomal.Aligner(**settings).align(src, tgt, links_filename_fwd=forward, links_filename_rev=reverse)
+        try:
+            eflomal.Aligner(**settings).align(
+                src, tgt, links_filename_fwd=forward, links_filename_rev=reverse
+            )
+        except Exception as e:  # a bad setting, or the aligner's own failure
+            raise MixnmtError(f"analysis.aligner: eflomal failed ({type(e).__name__}: {gist(e)})") from None
         n = len(test_lines[0])
-        both = [[parse(line) for line in read_lines(p)[-n:]] for p in (forward, reverse)] if n else [[], []]
+        found = [read_lines(p) for p in (forward, reverse)]
+        for name, lines in zip(("forward", "reverse"), found):
+            if len(lines) != len(src):  # the test set's links are the last n: a short file would shift them
+                raise MixnmtError(
+                    f"eflomal wrote {len(lines)} {name} alignments for {len(src)} sentence pairs"
+                )
+        both = [[parse(line) for line in lines[len(lines) - n :]] for lines in found]
     result |= {
         "trained_on": len(src),
         "words": [[len(s.split()), len(t.split())] for s, t in zip(*test_lines)],

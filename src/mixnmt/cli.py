@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from mixnmt import MixnmtError
+from mixnmt.files import Output, distinct
 
 if TYPE_CHECKING:
     from mixnmt.checkpoint import Inference
@@ -53,6 +54,19 @@ def _pair(value: str) -> tuple[str, str]:
     if not sep or not a or not b:
         raise argparse.ArgumentTypeError(f"{value!r}: expected A:B (two model names)")
     return a, b
+
+
+def _add_configfiles(s: argparse.ArgumentParser, help: str) -> None:
+    """--configfile FILE, once per overlay (so that it never takes the positional arguments
+    after it), in the order they are merged."""
+    s.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="FILE",
+        help=f"{help}; repeat for more",
+    )
 
 
 def _set_threads(threads: int | None) -> None:
@@ -132,14 +146,14 @@ def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
         "--model", required=name_required, metavar="NAME", help="refuse a checkpoint of another model"
     )
     s.add_argument("--entry", "--hparams", type=_json, help=f"{ENTRY}: refuse a checkpoint with others")
-    s.add_argument("--threads", type=int, help="CPU threads")
+    s.add_argument("--threads", type=_count, help="CPU threads")
 
 
 def _add_bootstrap(s: argparse.ArgumentParser) -> None:
     """The arguments a paired bootstrap over one seed's systems shares."""
-    s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    s.add_argument("--resamples", type=int, required=True, help="bootstrap resamples (analysis.bootstrap)")
     s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
-    s.add_argument("--output", type=Path, required=True, help="JSON")
+    s.add_argument("--output", type=Output, required=True, help="JSON")
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
     )
@@ -154,7 +168,7 @@ def config_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--output",
-        type=Path,
+        type=Output,
         help="write it to this file (config.yaml: what DVC runs); default: standard output",
     )
 
@@ -180,7 +194,7 @@ def cmd_config(a: argparse.Namespace) -> None:
 
 def download_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("base", help="base address: http(s):// or file:// URL, or a local folder")
-    s.add_argument("output", type=Path, help="destination; its name is the file fetched from BASE")
+    s.add_argument("output", type=Output, help="destination; its name is the file fetched from BASE")
     s.add_argument("--sha256", required=True, help="expected sha256 of the file")
     s.add_argument("--size", type=int, required=True, help="expected size in bytes: never more is written")
     s.add_argument("--retries", type=int, default=4, help="retries after transient failures")
@@ -195,8 +209,8 @@ def cmd_download(a: argparse.Namespace) -> None:
 def prepare_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("src", type=Path, help="source side (plain or gzipped text)")
     s.add_argument("tgt", type=Path, help="target side, line-aligned with SRC")
-    s.add_argument("src_out", type=Path, help="where the prepared source goes")
-    s.add_argument("tgt_out", type=Path, help="where the prepared target goes")
+    s.add_argument("src_out", type=Output, help="where the prepared source goes")
+    s.add_argument("tgt_out", type=Output, help="where the prepared target goes")
     s.add_argument(
         "--max-words", type=int, help="drop empty pairs and pairs longer than this (training data)"
     )
@@ -213,23 +227,23 @@ def cmd_prepare(a: argparse.Namespace) -> None:
 
 def spm_train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--input", type=Path, nargs="+", required=True, help="training text file(s)")
-    s.add_argument("--model", type=Path, required=True, help="output .model file")
+    s.add_argument("--model", type=Output, required=True, help="output .model file")
     s.add_argument(
         "--vocab-size", type=int, required=True, help="pieces in the vocabulary, the special ids included"
     )
     s.add_argument(
         "--model-type",
-        default="unigram",
+        required=True,
         choices=["unigram", "bpe", "char", "word"],
-        help="SentencePiece's segmentation algorithm",
+        help="SentencePiece's segmentation algorithm (spm.model_type)",
     )
     s.add_argument(
         "--character-coverage",
         type=float,
-        default=1.0,
-        help="share of characters covered by the vocabulary (the rest become <unk>)",
+        required=True,
+        help="share of characters covered by the vocabulary, the rest <unk> (spm.character_coverage)",
     )
-    s.add_argument("--seed", type=int, default=1, help="SentencePiece's random seed")
+    s.add_argument("--seed", type=int, required=True, help="SentencePiece's random seed (spm.seed)")
 
 
 def cmd_spm_train(a: argparse.Namespace) -> None:
@@ -241,7 +255,7 @@ def cmd_spm_train(a: argparse.Namespace) -> None:
 def spm_encode_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", type=Path, required=True, help="the SentencePiece model (.model)")
     s.add_argument("input", type=Path, help="text, one sentence a line")
-    s.add_argument("output", type=Path, help="token ids, one sentence a line")
+    s.add_argument("output", type=Output, help="token ids, one sentence a line")
 
 
 def cmd_spm_encode(a: argparse.Namespace) -> None:
@@ -294,12 +308,12 @@ def train_arguments(s: argparse.ArgumentParser) -> None:
         "--spm", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="SentencePiece models"
     )
     s.add_argument(
-        "--checkpoint", type=Path, required=True, help="where the best (or averaged) weights go (.pt)"
+        "--checkpoint", type=Output, required=True, help="where the best (or averaged) weights go (.pt)"
     )
-    s.add_argument("--metrics", type=Path, required=True, help="per-epoch metrics (TSV)")
-    s.add_argument("--manifest", type=Path, required=True, help="what the run was (JSON)")
-    s.add_argument("--state", type=Path, required=True, help="resumable state, kept only while training")
-    s.add_argument("--threads", type=int, help="CPU threads for PyTorch (default: its own choice)")
+    s.add_argument("--metrics", type=Output, required=True, help="per-epoch metrics (TSV)")
+    s.add_argument("--manifest", type=Output, required=True, help="what the run was (JSON)")
+    s.add_argument("--state", type=Output, required=True, help="resumable state, kept only while training")
+    s.add_argument("--threads", type=_count, help="CPU threads for PyTorch (default: its own choice)")
 
 
 def cmd_train(a: argparse.Namespace) -> None:
@@ -335,13 +349,7 @@ def translate_arguments(s: argparse.ArgumentParser) -> None:
     _setting_options(s, "decode")
     _add_trained_model(s, name_required=False)
     s.add_argument("--config", type=_json, help="JSON: the decoding settings")
-    s.add_argument(
-        "--configfile",
-        type=Path,
-        nargs="+",
-        default=[],
-        help="or config files to take `decode:` from, overlays last (default: config.yaml)",
-    )
+    _add_configfiles(s, "or take `decode:` from config.yaml with this overlay merged on it")
     s.add_argument("--text", action="store_true", help="INPUT is raw text (default: standard input)")
     s.add_argument(
         "--nbest",
@@ -353,16 +361,16 @@ def translate_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--alignments",
-        type=Path,
+        type=Output,
         metavar="FILE",
         help="write the best translation's attention weights or mixture responsibilities, one JSON "
         "record per input line: index, score, source and target subwords, axes, weights",
     )
     s.add_argument(
-        "--manifest", type=Path, help="what made the translation: code version, inputs, settings (JSON)"
+        "--manifest", type=Output, help="what made the translation: code version, inputs, settings (JSON)"
     )
     s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
-    s.add_argument("output", type=Path, nargs="?", help="translations (with --text, - or none: stdout)")
+    s.add_argument("output", type=Output, nargs="?", help="translations (with --text, - or none: stdout)")
 
 
 def _decoding(a: argparse.Namespace) -> DecodeConfig:
@@ -384,7 +392,11 @@ def _decoding(a: argparse.Namespace) -> DecodeConfig:
             "from the repository root, or give --configfile, --config, or every setting "
             f"(missing: {' '.join(missing)})"
         )
-    config = config_section(DecodeConfig, "decode", a.config) if a.config else decode_settings(*a.configfile)
+    config = (
+        config_section(DecodeConfig, "decode", a.config)
+        if a.config
+        else decode_settings(*(a.configfile or []))
+    )
     return _overridden(config, "decode", a)
 
 
@@ -424,7 +436,7 @@ def score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
     s.add_argument("hypotheses", type=Path, help="the translation, one sentence a line")
     s.add_argument("references", type=Path, help="the reference translation, line-aligned")
-    s.add_argument("output", type=Path, help="where the scores go (JSON)")
+    s.add_argument("output", type=Output, help="where the scores go (JSON)")
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -438,9 +450,9 @@ def aggregate_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--significance", type=Path, nargs="+", required=True, help="`mixnmt significance` files")
     s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
     s.add_argument("--reliance", type=Path, nargs="*", default=[], help="`mixnmt reliance` tables")
-    s.add_argument("--output", type=Path, required=True, help="TSV")
-    s.add_argument("--markdown", type=Path, required=True, help="the same table as Markdown")
-    s.add_argument("--metrics", type=Path, required=True, help="the numbers as JSON, for `dvc metrics`")
+    s.add_argument("--output", type=Output, required=True, help="TSV")
+    s.add_argument("--markdown", type=Output, required=True, help="the same table as Markdown")
+    s.add_argument("--metrics", type=Output, required=True, help="the numbers as JSON, for `dvc metrics`")
     _add_runs(s)
 
 
@@ -471,11 +483,11 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
-    s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    s.add_argument("--resamples", type=int, required=True, help="bootstrap resamples (analysis.bootstrap)")
     s.add_argument(
         "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
     )
-    s.add_argument("--output", type=Path, required=True, help="JSON")
+    s.add_argument("--output", type=Output, required=True, help="JSON")
     _add_runs(s)
     s.add_argument(
         "translations", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
@@ -496,8 +508,13 @@ def lengths_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--sources", type=Path, required=True, help="source text")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
-    s.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
-    s.add_argument("--output", type=Path, required=True, help="TSV")
+    s.add_argument(
+        "--resamples",
+        type=int,
+        required=True,
+        help="bootstrap resamples for the intervals (analysis.bootstrap)",
+    )
+    s.add_argument("--output", type=Output, required=True, help="TSV")
     _add_runs(s)
     s.add_argument(
         "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
@@ -516,11 +533,11 @@ def reliance_arguments(s: argparse.ArgumentParser) -> None:
     _add_trained_model(s, name_required=True)
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
     s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
-    s.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per batch")
+    s.add_argument("--max-tokens", type=int, required=True, help="padded tokens per batch (train.max_tokens)")
     s.add_argument(
-        "--use", type=Path, help="also write here (TSV) the loss with each candidate group knocked out"
+        "--use", type=Output, help="also write here (TSV) the loss with each candidate group knocked out"
     )
-    s.add_argument("output", type=Path, help="TSV")
+    s.add_argument("output", type=Output, help="TSV")
 
 
 def cmd_reliance(a: argparse.Namespace) -> None:
@@ -535,7 +552,7 @@ def speed_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
     s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
     s.add_argument("input", type=Path, help="source ids")
-    s.add_argument("output", type=Path, help="where the timings go (JSON)")
+    s.add_argument("output", type=Output, help="where the timings go (JSON)")
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
@@ -553,7 +570,7 @@ def analyse_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--references", type=Path, required=True, help="the reference text of INPUT")
     s.add_argument("--sentences", type=int, nargs="+", required=True, help="indices of sentences to show")
     s.add_argument("input", type=Path, help="source ids")
-    s.add_argument("output", type=Path, help="where the weights go (JSON)")
+    s.add_argument("output", type=Output, help="where the weights go (JSON)")
 
 
 def cmd_analyse(a: argparse.Namespace) -> None:
@@ -567,7 +584,7 @@ def silver_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--train", **pair, help="the training corpus (text), also aligned by the aligner")
     s.add_argument("--test", **pair, help="the test set (text) whose alignments are written")
     s.add_argument("--settings", type=json.loads, required=True, help="eflomal.Aligner's arguments (JSON)")
-    s.add_argument("output", type=Path, help="JSON: settings, sure and possible links (Pharaoh)")
+    s.add_argument("output", type=Output, help="JSON: settings, sure and possible links (Pharaoh)")
 
 
 def cmd_silver(a: argparse.Namespace) -> None:
@@ -583,7 +600,7 @@ def _members(s: argparse.ArgumentParser, registry: dict, metavar: str, output: s
         m = members.add_parser(name, help=spec.help, description=spec.help)
         _add_inputs(m, spec.inputs)
         _add_runs(m)
-        m.add_argument("--output", type=Path, required=True, help=output)
+        m.add_argument("--output", type=Output, required=True, help=output)
 
 
 def table_arguments(s: argparse.ArgumentParser) -> None:
@@ -635,7 +652,7 @@ def report_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--figures", type=Path, nargs="+", required=True, help="PNG files, named by figure")
     s.add_argument("--tables", type=Path, nargs="+", required=True, help="TSV files, named by table")
     s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
-    s.add_argument("--output", type=Path, required=True, help="report.html")
+    s.add_argument("--output", type=Output, required=True, help="report.html")
     _add_runs(s)
 
 
@@ -650,13 +667,7 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 def verify_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("folder", type=Path, help="an experiment's folder, results/<experiment>")
-    s.add_argument(
-        "--configfile",
-        type=Path,
-        nargs="+",
-        default=[],
-        help="the overlays on config.yaml that made it (default: the one in experiments/ naming it)",
-    )
+    _add_configfiles(s, "an overlay on config.yaml that made it (default: the one in experiments/ naming it)")
     s.add_argument(
         "--quick", action="store_true", help="compare hashes only: no scoring again, no test files needed"
     )
@@ -671,7 +682,7 @@ def cmd_verify(a: argparse.Namespace) -> None:
     from mixnmt.verify import verify
 
     start = time.perf_counter()
-    chain = verify(a.folder, a.configfile, a.quick, a.data)
+    chain = verify(a.folder, a.configfile or [], a.quick, a.data)
     for line in chain.breaks:
         print(line)
     summary = (
@@ -682,6 +693,26 @@ def cmd_verify(a: argparse.Namespace) -> None:
     if chain.breaks:
         raise MixnmtError(summary)
     print(summary, file=sys.stderr)
+
+
+def readme_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("folder", type=Path, help="a published experiment's folder, results/<experiment>")
+    _add_configfiles(s, "an overlay on config.yaml that made it (as for verify)")
+    s.add_argument(
+        "--readme", type=Output, default=Output("README.md"), help="the file holding its block (rewritten)"
+    )
+    s.add_argument("--check", action="store_true", help="only say whether the block is up to date")
+
+
+def cmd_readme(a: argparse.Namespace) -> None:
+    from mixnmt.readme import rewrite
+    from mixnmt.verify import configuration
+
+    current = rewrite(a.readme, a.folder, configuration(a.folder, a.configfile or []), check=a.check)
+    if a.check and not current:
+        raise MixnmtError(
+            f"{a.readme}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
+        )
 
 
 class Command(NamedTuple):
@@ -734,6 +765,11 @@ COMMANDS: dict[str, Command] = {
     "table": Command(cmd_table, table_arguments, "build one of the study's tables"),
     "plot": Command(cmd_plot, plot_arguments, "draw one of the study's figures"),
     "report": Command(cmd_report, report_arguments, "the self-contained HTML report"),
+    "readme": Command(
+        cmd_readme,
+        readme_arguments,
+        "write a published experiment's results into the README, from its tables",
+    ),
     "verify": Command(
         cmd_verify,
         verify_arguments,
@@ -752,12 +788,23 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _paths(value: object) -> list[Path]:
+    """The paths in a parsed argument (a path, MODEL=PATH pairs, lists of them); not "-"."""
+    if isinstance(value, Path):
+        return [] if str(value) == "-" else [value]
+    if isinstance(value, list | tuple):
+        return [p for item in value for p in _paths(item)]
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    given = [p for value in vars(args).values() for p in _paths(value)]
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
+        distinct([p for p in given if not isinstance(p, Output)], [p for p in given if isinstance(p, Output)])
         args.func(args)
     except MixnmtError as e:
         print(f"mixnmt {args.command}: error: {e}", file=sys.stderr)

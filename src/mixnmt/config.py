@@ -32,6 +32,8 @@ CONFIG = Path("config.yaml")
 """The one configuration, in the repository root (Snakefile's `configfile:`)."""
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
 """Its JSON schema, relative to the repository root."""
+MAX_DEPTH = 20
+"""The deepest a config may nest (config.yaml: 6): the checks walk it recursively."""
 MAX_NODES = 100_000
 """The most values a config file may expand to: config.yaml has about 500, and YAML
 aliases let a few hundred bytes expand to billions (an "alias bomb")."""
@@ -108,8 +110,10 @@ class DecodeConfig:
     length_penalty: Annotated[
         NonNegative, Help("hypotheses are ranked by log-probability / length ** length_penalty")
     ]
-    max_len_a: Annotated[NonNegative, Help("output limit: max_len_a * source length + max_len_b")]
-    max_len_b: Annotated[Count, Help("tokens added to the output limit")]
+    max_len_a: Annotated[
+        NonNegative, {"maximum": 100}, Help("output limit: max_len_a * source length + max_len_b")
+    ]
+    max_len_b: Annotated[Count, {"maximum": 10_000}, Help("tokens added to the output limit")]
     batch_size: Annotated[Count, {"maximum": 100_000}, Help("sentences decoded together")]
 
 
@@ -156,6 +160,17 @@ def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
         yield from leaves(v, f"{key}.{k}" if key else str(k))
 
 
+def depth(value: Any) -> int:
+    """How deep mappings and lists nest in `value` (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict | list) and level <= MAX_DEPTH:
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def nodes(value: Any, limit: int = MAX_NODES) -> int:
     """How many values `value` holds, counted as its aliases expand (each reference
     again); stops counting past `limit`, so an alias bomb costs no more than that."""
@@ -170,21 +185,48 @@ def nodes(value: Any, limit: int = MAX_NODES) -> int:
     return count
 
 
+class DuplicateKey(yaml.YAMLError):
+    pass
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the
+    last silently: a second `decode:` would replace the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+            if key in seen:
+                raise DuplicateKey(f"the key {key!r} is given twice, at lines {seen[key]} and {line}")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def read(path: str | Path) -> dict[str, Any]:
-    """One config file's mapping, refused in one line if unreadable, not a mapping, or
-    expanding to more than MAX_NODES values."""
+    """One config file's mapping, refused in one line if unreadable, not UTF-8 YAML, not
+    a mapping, with a key given twice, nested more than MAX_DEPTH deep or expanding to
+    more than MAX_NODES values."""
     try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        config = yaml.load(Path(path).read_text(encoding="utf-8"), UniqueKeyLoader) or {}
     except OSError as e:
         raise MixnmtError(
             f"{path}: cannot read the config ({e.strerror}); run from the repository root"
         ) from None
+    except UnicodeDecodeError as e:
+        raise MixnmtError(f"{path}: not UTF-8 text (byte {e.start}); save the config as UTF-8") from None
+    except RecursionError:
+        raise MixnmtError(f"{path}: nested more than {MAX_DEPTH} deep; refused") from None
+    except DuplicateKey as e:
+        raise MixnmtError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
         raise MixnmtError(f"{path}: not a YAML config ({' '.join(str(e).split())[:200]})") from None
     if not isinstance(config, dict):
         raise MixnmtError(f"{path}: expected a config mapping, got a {type(config).__name__}")
     if nodes(config) > MAX_NODES:
         raise MixnmtError(f"{path}: expands to more than {MAX_NODES} values (YAML aliases?); refused")
+    if depth(config) > MAX_DEPTH:
+        raise MixnmtError(f"{path}: nested more than {MAX_DEPTH} deep; refused")
     return config
 
 

@@ -140,8 +140,9 @@ def search(
     model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device, nbest: int = 1
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of every source sentence (ids), best first, in input
-    order (greedy search, beam 1, finds one); an empty source gives one empty hypothesis."""
-    out = [[Hypothesis([], 0.0)] for _ in sources]
+    order (greedy search, beam 1, finds one); an empty source gives one empty hypothesis,
+    never decoded, so without a score (nan)."""
+    out = [[Hypothesis([], math.nan)] for _ in sources]
     order = sorted((i for i, s in enumerate(sources) if s), key=lambda i: len(sources[i]))
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]

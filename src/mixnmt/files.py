@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 
@@ -45,6 +45,27 @@ def refuse_links(root: str | os.PathLike) -> None:
                     f"{path}: a symbolic link inside {root}; the workflow would write through it "
                     f"(remove it; to keep results elsewhere, link {root} itself)"
                 )
+
+
+class Output(type(Path())):  # type: ignore[misc]  (PosixPath or WindowsPath, as Path() is)
+    """A path a command writes (argparse `type=Output`); any other path it is given, it reads."""
+
+
+def distinct(inputs: Iterable[str | os.PathLike], outputs: Iterable[str | os.PathLike]) -> None:
+    """Raise MixnmtError, naming the file, if an output of a command is also one of its
+    inputs or another of its outputs (symbolic links resolved): no output may overwrite
+    what the command reads, or what it writes elsewhere."""
+    written: dict[str, str] = {}
+    for path in outputs:
+        real = os.path.realpath(path)
+        if real in written:
+            raise MixnmtError(
+                f"{path}: named as two outputs ({written[real]} and {path}); give each its own file"
+            )
+        written[real] = str(path)
+    for path in inputs:
+        if os.path.realpath(path) in written and not Path(path).is_dir():
+            raise MixnmtError(f"{path}: both an input and an output; refusing to overwrite what is read")
 
 
 def gist(error: BaseException, limit: int = 160) -> str:
@@ -128,15 +149,25 @@ def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """Lines of a UTF-8 text file, gzip-compressed or not.
+def read_bounded(stream: BinaryIO, name: str, limit: int | None) -> bytes:
+    """All of `stream`, refused naming it once it holds more than `limit` bytes (None: any
+    size): a device such as /dev/zero never ends."""
+    data = stream.read() if limit is None else stream.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise MixnmtError(f"{name}: more than {limit // 2**20} MiB; refused (split it)")
+    return data
+
+
+def read_lines(path: str | os.PathLike, limit: int | None = None) -> list[str]:
+    """Lines of a UTF-8 text file, gzip-compressed or not, of at most `limit` bytes if given.
 
     Only line breaks end a line (\\n, \\r\\n or a lone \\r); other Unicode separators
     such as U+2028 stay inside their line. A final line break does not add an empty
     line. Invalid UTF-8 is an error naming the file and line.
     """
     path = Path(path)
-    data = path.read_bytes()
+    with open(path, "rb") as f:
+        data = read_bounded(f, str(path), limit)
     if data[:2] == GZIP_MAGIC:
         try:
             data = gzip.decompress(data)

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 CHECKPOINTS = "checkpoints"
 """The folder of trained weights: what a results tarball leaves out."""
 
-STATE = "resume.pt"
-"""A training run's resumable state, beside its metrics: also left out of tarballs."""
+STATES = "states"
+"""The folder of training runs' resumable states: outside every output of the run (DVC
+deletes a stage's outputs before it reruns it, and an interrupted run must resume);
+also left out of tarballs."""
 
 
 def run(model: str = "{model}", seed: str | int = "{seed}") -> str:
@@ -34,8 +36,12 @@ class Layout:
         return f"{self.root}/{CHECKPOINTS}/{run(model, seed)}.pt"
 
     def train(self, file: str, model: str = "{model}", seed: str | int = "{seed}") -> str:
-        """A file of one training run: metrics.tsv, manifest.json or the STATE."""
+        """A file of one training run: metrics.tsv or manifest.json."""
         return f"{self.root}/train/{run(model, seed)}/{file}"
+
+    def state(self, model: str = "{model}", seed: str | int = "{seed}") -> str:
+        """One training run's resumable state, kept only while it trains."""
+        return f"{self.root}/{STATES}/{run(model, seed)}.pt"
 
     def translation(self, model: str, testset: str, seed: str | int = "{seed}", suffix: str = ".txt") -> str:
         """A translation (.txt), or with suffix=".json" the record of what made it."""

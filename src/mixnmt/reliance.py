@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -134,19 +132,6 @@ def by_position(true: list[Tensor], r: list[Tensor], seed: int = 0) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-@contextmanager
-def knocked_out(model: Seq2Seq, weights: str, group: str) -> Iterator[None]:
-    """Within the block, the mixture behind `weights` never picks candidates of `group`."""
-    mixes = model.mixes(weights)
-    for mix in mixes:
-        mix.knocked_out = frozenset({group})
-    try:
-        yield
-    finally:
-        for mix in mixes:
-            del mix.knocked_out  # back to the class's: none
-
-
 def mean_loss(losses: list[Tensor]) -> float:
     """Mean negative log-likelihood per target token (nats) of `token_nll`'s losses."""
     return float(sum(x.sum() for x in losses) / sum(len(x) for x in losses))
@@ -170,7 +155,7 @@ def use_of_candidates(
     rows = []
     for weights, stats in usage.items():
         for group in GROUPS:
-            with knocked_out(model, weights, group):
+            with model.knocked_out(weights, group):
                 loss = mean_loss(token_nll(model, data, max_tokens, device))
             rows.append(
                 {

@@ -86,12 +86,16 @@ def signature_notes(tests: list[dict]) -> list[str]:
     ]
 
 
+def markdown_table(table: pd.DataFrame) -> str:
+    """A table as Markdown, every cell as it is."""
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def markdown_scores(table: pd.DataFrame, tests: list[dict]) -> str:
     """The score table as Markdown, followed by the sacreBLEU signatures."""
-    shown = display_scores(table)
-    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines) + "\n\n" + "\n\n".join(signature_notes(tests)) + "\n"
+    return markdown_table(display_scores(table)) + "\n\n" + "\n\n".join(signature_notes(tests)) + "\n"
 
 
 METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU"}

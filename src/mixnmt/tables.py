@@ -253,6 +253,11 @@ def alignment_errors(analyses: list[dict[str, Any]], silver: dict[str, Any]) -> 
     columns = ["model", "weights", "sentences", "aer", "precision", "recall"]
     if "skipped" in silver:
         return pd.DataFrame([{"model": "", "weights": f"skipped: {silver['skipped']}"}], columns=columns)
+    missing = [key for key in ("words", "sure", "possible") if key not in silver]
+    if missing:
+        raise MixnmtError(
+            f"silver alignments: no {', '.join(missing)} (not made by mixnmt silver?); remake them"
+        )
     rows = []
     for analysis in analyses:
         reference = analysis["reference"]
@@ -263,7 +268,10 @@ def alignment_errors(analyses: list[dict[str, Any]], silver: dict[str, Any]) -> 
         sure, possible = ([parse(links[i]) for i in same] for links in (silver["sure"], silver["possible"]))
         best: dict[str, dict[str, Any]] = {}  # per layer x head weight, its best head
         for name, links in reference["links"].items():
-            scores = error_rate([parse(links[i]) for i in same], sure, possible)
+            try:
+                scores = error_rate([parse(links[i]) for i in same], sure, possible)
+            except MixnmtError as e:
+                raise MixnmtError(f"{analysis['model']}, {name}: {e}") from None
             row = {"model": analysis["model"], "weights": name, "sentences": len(same), **scores}
             head = re.fullmatch(r"(.+) layer (\d+) head (\d+)", name)
             if head is None:

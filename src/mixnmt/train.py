@@ -207,10 +207,17 @@ class Trainer:
         self.recent: list[dict[str, torch.Tensor]] = []  # of the last `average` epochs
 
     @property
-    def finished(self) -> bool:
+    def spent(self) -> bool:
+        """The budget is spent: every epoch trained, the step cap reached, or patience out."""
         p, cap, patience = self.progress, self.config.max_steps, self.config.patience
         stalled = patience is not None and p.epoch - 1 - p.best_epoch >= patience
         return p.epoch > self.config.epochs or (cap is not None and p.step >= cap) or stalled
+
+    @property
+    def finished(self) -> bool:
+        """Spent, and the last steps validated (a run stopped after its last step under the
+        cap resumes to validate them, as an uninterrupted run does)."""
+        return self.spent and self.progress.position == 0
 
     def train_step(self, batch: Batch) -> None:
         """One update, without waiting for the device: the loss and its finiteness stay
@@ -475,7 +482,7 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
     )
     shown = time.monotonic()
     progress_bar = tqdm(
-        batches[p.position :],
+        [] if trainer.spent else batches[p.position :],  # spent: only the validation is left
         desc=f"{run.name} epoch {p.epoch}",
         initial=p.position,
         total=left,  # the steps this epoch will take, under max_steps too
@@ -503,7 +510,7 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
                 )
             if p.step % config.save_every == 0:
                 state.save(trainer)
-            if trainer.finished:
+            if trainer.spent:
                 break
         trainer.settle()
     except NonFiniteLoss as e:

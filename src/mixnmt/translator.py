@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -31,12 +32,15 @@ from mixnmt.config import config_section
 from mixnmt.config import load as load_config
 from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, Hypothesis, search
-from mixnmt.files import read_lines, sha256sum, split_lines, write_json, write_lines
+from mixnmt.files import read_bounded, read_lines, sha256sum, split_lines, write_json, write_lines
 from mixnmt.manifest import manifest
 
 log = logging.getLogger(__name__)
 
 STDIN = "<stdin>"
+MAX_BYTES = 64 * 2**20
+"""The most text `translate --text` reads at once: a file or a pipe, not a device that
+never ends (/dev/zero)."""
 MAX_CHARACTERS = 2000
 """The longest line `translate --text` accepts: a sentence or a few, not a document
 (decoding time and memory grow with the length, quadratically in the Transformer)."""
@@ -121,7 +125,7 @@ class Output:
     @staticmethod
     def _record(translator: Translator, index: int, source: list[int], best: Hypothesis) -> dict:
         """The alignment record of one source; an empty one, never decoded, has no weights."""
-        record = {"index": index, "score": round(best.score, 4)}
+        record = {"index": index, "score": None if math.isnan(best.score) else round(best.score, 4)}
         if not source:
             return record | {"source": [], "target": [], "axes": {}, "weights": {}}
         axes = {name: list(axes) for name, axes in translator.inference.model.analysis_axes.items()}
@@ -212,6 +216,8 @@ def translate_text(
     answered as it is typed (and its alignment record written at once); otherwise the
     whole input is translated in batches."""
     encode = translator.inference.source.encode
+    if source is None and sys.stdin is None:
+        raise MixnmtError("standard input is closed: give the text as INPUT")
     if source is None and sys.stdin.isatty():
         with open(written.alignments or os.devnull, "w", encoding="utf-8") as alignments:
             for index, line in enumerate(_typed_lines(sys.stdin)):
@@ -221,10 +227,10 @@ def translate_text(
                 alignments.flush()
         return
     if source is None:
-        lines = _checked(split_lines(sys.stdin.buffer.read(), STDIN), STDIN)
+        lines = _checked(split_lines(read_bounded(sys.stdin.buffer, STDIN, MAX_BYTES), STDIN), STDIN)
     else:
         try:
-            lines = _checked(read_lines(source), str(source))
+            lines = _checked(read_lines(source, MAX_BYTES), str(source))
         except OSError as e:
             raise MixnmtError(f"{source}: cannot read ({e.strerror})") from None
     written.write(translator, encode(normalise(line) for line in lines), output)

@@ -21,7 +21,7 @@ from mixnmt.config import (
 from mixnmt.device import pick_device
 from mixnmt.files import refuse_links
 from mixnmt.inputs import BENCHMARKED, INPUTS, input_files
-from mixnmt.paths import STATE, Layout, run
+from mixnmt.paths import Layout, run
 from mixnmt.report import reported
 from mixnmt.runs import data_definition
 from mixnmt.figures import FIGURES

@@ -23,7 +23,7 @@ rule train:
         entry=entry,
         config=train_config,
         data=DATA,
-        state=LAYOUT.train(STATE),  # survives a failed job: rerun to resume
+        state=LAYOUT.state(),  # no output: survives a failed job, and DVC; rerun to resume
     shell:
         "mixnmt train --model {wildcards.model:q} --entry {params.entry:q}"
         " --config {params.config:q} --data {params.data:q} --threads {threads}"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
 
+from mixnmt import MixnmtError
 from mixnmt.schema import NonNegativeFloat as NonNegativeFloat
 from mixnmt.schema import NonNegativeInt as NonNegativeInt
 from mixnmt.schema import PositiveInt as PositiveInt
@@ -89,6 +92,15 @@ class Seq2Seq(nn.Module, ABC):
         """A per-token term that the last training forward pass adds to the training
         objective (a mixture's load balancing); 0 for most models."""
         return 0.0
+
+    @contextmanager
+    def knocked_out(self, weights: str, group: str) -> Iterator[None]:
+        """Within the block, the mixture whose responsibilities `analyse` returns as
+        `weights` (a "component" axis) never picks a candidate of `group` ("stay",
+        "learned" or "source"; the rest renormalised): how much the model uses a group.
+        A model with a "component" axis implements it; others have nothing to knock out."""
+        raise MixnmtError(f"{type(self).__name__} has no mixture to knock candidates out of ({weights})")
+        yield  # a generator, for the contextmanager
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Logits (B, T, V) for source ids (B, S) and target-prefix ids (B, T)."""

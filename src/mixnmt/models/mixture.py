@@ -18,12 +18,15 @@ not once per step.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
 
+from mixnmt import MixnmtError
 from mixnmt.models.base import (
     Dropout,
     NonNegativeFloat,
@@ -307,6 +310,19 @@ class Mixture(Seq2Seq):
         side, name = weights.split("_", 1)
         cells = self.encoders if side == "encoder" else [self.decoder]
         return [cell.mixes[cell.mixtures.index(name)] for cell in cells]
+
+    @contextmanager
+    def knocked_out(self, weights: str, group: str) -> Iterator[None]:
+        if group not in GROUPS:
+            raise MixnmtError(f"{group!r} is not a candidate group ({', '.join(GROUPS)})")
+        mixes = self.mixes(weights)
+        for mix in mixes:
+            mix.knocked_out = frozenset({group})
+        try:
+            yield
+        finally:
+            for mix in mixes:
+                del mix.knocked_out  # back to the class's: none
 
     def decoder_memory(self, state: State) -> tuple[Memory, ...]:
         source = tuple(state[name] for name in SOURCE_STATE["states"]) if self.source == "states" else None

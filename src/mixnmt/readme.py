@@ -1,0 +1,236 @@
+"""The README's results, generated: every number a reader finds there comes from a
+published experiment's tables through `results_block`, which `mixnmt readme` writes
+between the block's markers and `mixnmt readme --check` (and the tests) compare."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mixnmt import MixnmtError
+from mixnmt.config import selected
+from mixnmt.files import read_json, read_table, write_text
+from mixnmt.paths import Layout
+from mixnmt.report import answer, count, markdown_table
+
+BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
+END = "<!-- end of the results of {experiment} -->"
+
+
+def short(testset: str) -> str:
+    """A test set's name as a column header: its year, if it has one (test_2016_flickr: 2016)."""
+    found = re.search(r"\d{4}", testset)
+    return found[0] if found else testset
+
+
+def spread(values: pd.Series) -> str:
+    """Mean ± sd over seeds (the mean alone for one seed)."""
+    return f"{values.mean():.2f}" if len(values) < 2 else f"{values.mean():.2f} ± {values.std():.2f}"
+
+
+def differences(config: dict[str, Any], a: str, b: str) -> str:
+    """Every hyperparameter two models' config entries resolve to differently ("key A → B";
+    "-" where an architecture has no such key): what a contrast changes."""
+    from mixnmt.models import resolve  # imports torch: only here
+
+    (arch_a, ha), (arch_b, hb) = resolve(a, config["models"][a]), resolve(b, config["models"][b])
+    changes = [f"arch {arch_a} → {arch_b}"] if arch_a != arch_b else []
+    for key in dict.fromkeys([*ha, *hb]):
+        if ha.get(key, "-") != hb.get(key, "-"):
+            changes.append(f"{key} {ha.get(key, '-')} → {hb.get(key, '-')}")
+    return "; ".join(changes)
+
+
+def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -> pd.DataFrame:
+    """Per model: BLEU and chrF per test set (mean ± sd over seeds); length and looping
+    share (means over seeds and test sets, and their range over seeds); source reliance;
+    parameters without embeddings."""
+    rows = []
+    for model in models:
+        runs = scores[scores.model == model]
+        row: dict[str, Any] = {"model": f"`{model}`", "seeds": runs.seed.nunique()}
+        for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
+            for testset in testsets:
+                row[f"{name} {short(testset)}"] = spread(runs[runs.testset == testset][metric])
+        by_seed = runs.groupby("seed")[["length_ratio", "looping"]].mean()
+        for column, name, shown in (("length_ratio", "length", "{:.2f}"), ("looping", "looping", "{:.0%}")):
+            low, high = by_seed[column].min(), by_seed[column].max()
+            extent = f" ({shown.format(low)} to {shown.format(high)})" if len(by_seed) > 1 else ""
+            row[name] = shown.format(runs[column].mean()) + extent
+        row["reliance"] = f"{runs.drop_duplicates('seed').reliance.mean():.3f}"
+        row["parameters without embeddings"] = count(runs.params_no_embeddings.iloc[0])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def contrast_cell(row: pd.Series, metric: str) -> str:
+    """B - A [95% interval] and the verdict: A or B (better, with Holm's p), ≈ (equivalent), ? (undecided)."""
+    verdict = row[f"{metric}_verdict"]
+    low, high = (float(x) for x in row[f"{metric}_ci"].split(" .. "))
+    cell = f"{row[f'{metric}_delta']:+.2f} [{low:+.2f}, {high:+.2f}]"
+    if verdict in ("A better", "B better"):
+        return f"{cell} {verdict[0]}, p={row[f'{metric}_p']:.3f}"
+    return f"{cell} {'≈' if verdict.startswith('equivalent') else '?'}"
+
+
+def contrasts_table(contrasts: pd.DataFrame, config: dict[str, Any], testsets: list[str]) -> pd.DataFrame:
+    """Per contrast: the two models, what their entries set differently, their sizes, and
+    B - A in chrF and BLEU on every test set."""
+    rows = []
+    for (a, b), pair in contrasts.groupby(["a", "b"], sort=False):
+        first = pair.iloc[0]
+        row = {
+            "A": f"`{a}`",
+            "B": f"`{b}`",
+            "what differs": differences(config, a, b),
+            "parameters A / B": f"{first.params_a:.2f}M / {first.params_b:.2f}M",
+        }
+        for metric, name in (("chrf", "ΔchrF"), ("bleu", "ΔBLEU")):
+            for testset in testsets:
+                found = pair[pair.testset == testset]
+                row[f"{name} {short(testset)}"] = contrast_cell(found.iloc[0], metric) if len(found) else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mixing_table(mixing: pd.DataFrame, use: pd.DataFrame) -> pd.DataFrame:
+    """Per mixture: its heads' mean per-step entropy, mutual information between step and
+    candidate and candidates leading 1% of steps (first seed, test set), and per candidate
+    group its mass and the validation loss's rise when it is knocked out (means over seeds)."""
+    heads = mixing.groupby(["model", "weights"], sort=False)
+    table = heads.agg(heads=("head", "nunique"), entropy=("entropy", "mean"), mi=("mi", "mean"))
+    table = table.assign(leading=heads.leading.mean()).round(2).reset_index()
+    groups = use.pivot_table(
+        index=["model", "weights"], columns="group", values=["mass", "change"], sort=False
+    )
+    rows = []
+    for _, row in table.iterrows():
+        shown = {
+            "model": f"`{row.model}`",
+            "mixture": row.weights.replace("_", " "),
+            "heads": int(row.heads),
+            "entropy (nats)": f"{row.entropy:.2f}",
+            "MI (nats)": f"{row.mi:.2f}",
+            "candidates leading": f"{row.leading:.1f}",
+        }
+        for group in ("stay", "learned", "source"):
+            key = (row.model, row.weights)
+            mass, change = (
+                groups.get((value, group), pd.Series(dtype=float)).get(key) for value in ("mass", "change")
+            )
+            shown[f"{group}: mass / loss rise"] = (
+                "" if mass is None or pd.isna(mass) else f"{mass:.2f} / {change:.2f}"
+            )
+        rows.append(shown)
+    return pd.DataFrame(rows)
+
+
+def alignment_table(errors: pd.DataFrame, posteriors: pd.DataFrame) -> pd.DataFrame | None:
+    """AER, precision and recall of each source weight against the silver alignments, and
+    for a latent model its prior's and posterior's entropy and their KL (first seed)."""
+    if errors.empty or errors.model.isna().all() or (errors.model == "").all():
+        return None
+    rows = [
+        {
+            "model": f"`{r.model}`",
+            "weights": r.weights,
+            "AER": f"{r.aer:.3f}",
+            "precision": f"{r.precision:.2f}",
+            "recall": f"{r.recall:.2f}",
+        }
+        for r in errors.itertuples()
+    ]
+    table = pd.DataFrame(rows)
+    for r in posteriors.itertuples():
+        note = f"H(prior) {r.prior_entropy:.2f}, H(posterior) {r.posterior_entropy:.2f}, KL {r.kl:.2f} nats"
+        table.loc[table.model == f"`{r.model}`", "per target token"] = note
+    return table.fillna("")
+
+
+def cost_table(cost: pd.DataFrame, jobs: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """Per model (first seed): training time, tokens/s and peak memory, decoding speed; and
+    the hours of every job that ran a model."""
+    table = pd.DataFrame(
+        {
+            "model": [f"`{m}`" for m in cost.model],
+            "training (min)": (cost.train_seconds / 60).round(1),
+            "tokens/s": cost.train_tokens_per_s.round(0).astype(int),
+            "peak memory (GB)": (cost.train_peak_rss_mb / 1024).round(1),
+            "beam sentences/s": cost.beam_sentences_per_s.round(1),
+        }
+    )
+    return table, jobs.seconds.sum() / 3600
+
+
+def results_block(folder: Path, config: dict[str, Any]) -> str:
+    """The README's results of the published experiment in `folder`, as Markdown."""
+    layout = Layout(str(folder))
+    models, testsets = selected(config), list(config["datasets"][config["dataset"]]["test"])
+    scores, contrasts = read_table(layout.summary()), read_table(layout.table("contrasts"))
+    manifest = read_json(layout.train("manifest.json", models[0], config["seeds"][0]))
+    train, first = config["train"], scores.iloc[0]
+    parts = [
+        f"{len(models)} models, seeds {', '.join(map(str, config['seeds']))}, each trained for "
+        f"{train['epochs']} epochs ({manifest['steps']} updates of batches of at most {train['max_tokens']} "
+        f"tokens) and decoded with beam {config['decode']['beam']}; sacreBLEU on detokenised, cased "
+        f"output (BLEU {first.bleu_signature}; chrF {first.chrf_signature}). Means ± sd over seeds; "
+        "length (output tokens over the references') and looping (the share of translations in which "
+        "a word 3-gram comes three times) are means over seeds and test sets, with their range over "
+        "seeds; reliance is the bounded source-reliance estimate on validation, nats/token.",
+        markdown_table(scores_table(scores, models, testsets)),
+    ]
+    if not contrasts.empty:
+        parts += [
+            "The contrasts, B against A with the training run as the unit: the mean difference over "
+            "seeds, its 95% interval, and the verdict of the contrast table (A or B better, with "
+            "Holm's p over the contrasts of a test set; ≈ equivalent within the margin; ? undecided). "
+            '"What differs" lists every hyperparameter the two entries resolve to differently.',
+            markdown_table(contrasts_table(contrasts, config, testsets)),
+            "What the contrast table's verdicts say, one sentence per contrast:",
+            "\n".join(f"- {sentence}" for sentence in answer(contrasts)),
+        ]
+    mixing, use = read_table(layout.table("mixing")), read_table(layout.table("use"))
+    if not mixing.empty:
+        parts += [
+            "How the mixtures mix (a description, not a claim): per mixture, its heads' mean "
+            "per-step entropy, mutual information between step and candidate, and candidates "
+            "leading at least 1% of a head's steps (first seed, first test set); per candidate "
+            "group its mass and the rise of the validation loss when it is knocked out (means over seeds).",
+            markdown_table(mixing_table(mixing, use)),
+        ]
+    alignment = alignment_table(
+        read_table(layout.table("alignment_errors")), read_table(layout.table("posteriors"))
+    )
+    if alignment is not None:
+        parts += [
+            "Word alignments against eflomal's silver alignments of the first test set (first seed: "
+            "a description, not a claim; a posterior reads the reference word, so its alignment is "
+            "expected to be better than a prior's):",
+            markdown_table(alignment),
+        ]
+    cost, hours = cost_table(read_table(layout.table("cost")), read_table(layout.table("jobs")))
+    parts += [
+        f"What it cost (first seed; tables/jobs.tsv: {hours:.1f} hours of jobs that ran a model in all):",
+        markdown_table(cost),
+    ]
+    return "\n\n".join(parts)
+
+
+def rewrite(readme: Path, folder: Path, config: dict[str, Any], check: bool = False) -> bool:
+    """Write `results_block` between the markers of `folder`'s experiment in `readme`
+    (with `check`, only compare); whether the block was already up to date."""
+    begin, end = (marker.format(experiment=config["experiment"]) for marker in (BEGIN, END))
+    text = readme.read_text(encoding="utf-8")
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise MixnmtError(f"{readme}: expected one block of results between the lines {begin!r} and {end!r}")
+    head, rest = text.split(begin)
+    current, tail = rest.split(end)
+    block = f"\n{results_block(folder, config)}\n"
+    if current == block:
+        return True
+    if not check:
+        write_text(readme, head + begin + block + end + tail)
+    return False

@@ -1,0 +1,133 @@
+"""A run's fingerprint and the records that tie files to it (mixnmt.runs)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import CONFIG
+from mixnmt import MixnmtError
+from mixnmt.config import TrainConfig, fingerprints
+from mixnmt.files import sha256sum
+from mixnmt.runs import (
+    data_definition,
+    definition,
+    fingerprint,
+    identity,
+    records,
+    refuse_foreign,
+    translation_record,
+)
+
+MODEL = CONFIG["analysis"]["baseline"]
+
+
+def of(config: dict, model: str = MODEL, seed: int = 1) -> str:
+    train = TrainConfig.from_config(config, seed)
+    return fingerprint(definition(model, config["models"][model], train, data_definition(config)))
+
+
+def test_the_configuration_gives_every_run_the_fingerprint_its_trainer_computes():
+    found = fingerprints(CONFIG)
+    assert set(found) == {f"{m}/seed{s}" for m in CONFIG["models"] for s in CONFIG["seeds"]}
+    assert found[f"{MODEL}/seed2"] == of(CONFIG, seed=2) != of(CONFIG, seed=1)
+    assert len(set(found.values())) == len(found)  # no two runs share one
+
+
+def changed(path: str, value) -> dict:
+    """CONFIG with the value at dotted `path` replaced."""
+    config = copy.deepcopy(CONFIG)
+    *keys, last = path.split(".")
+    node = config
+    for key in keys:
+        node = node[key]
+    node[last] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (f"models.{MODEL}.dropout", 0.3),  # the model entry
+        ("train.lr", 0.01),  # a training setting
+        ("max_steps", 10),  # the step cap
+        ("datasets.multi30k.train.en.sha256", "0" * 64),  # the pinned data
+        ("prepare.max_words", 50),  # how it is prepared
+        ("spm.vocab_size", 4000),  # and tokenised
+    ],
+)
+def test_what_defines_a_run_changes_its_fingerprint(path, value):
+    assert of(changed(path, value)) != of(CONFIG)
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        ("train.save_every", 7),  # how often the state is saved
+        ("decode.beam", 1),  # decoding: a translation's setting, not the run's
+        ("datasets.multi30k.test.test_2016_flickr.en.sha256", "0" * 64),  # a test set
+        ("mirror", "/elsewhere"),
+    ],
+)
+def test_what_does_not_define_a_run_keeps_its_fingerprint(path, value):
+    assert of(changed(path, value)) == of(CONFIG)
+
+
+def test_key_order_never_changes_a_fingerprint():
+    config = copy.deepcopy(CONFIG)
+    config["models"][MODEL] = dict(reversed(list(config["models"][MODEL].items())))
+    config["spm"] = dict(reversed(list(config["spm"].items())))
+    assert of(config) == of(CONFIG)
+
+
+def run_file(tmp_path, name: str, record: dict | None):
+    path = tmp_path / name
+    if name.endswith(".json"):
+        path.write_text(json.dumps({"bleu": 1.0} | ({"run": record} if record else {})))
+    else:
+        columns = {"position": [0, 1], "difference": [0.5, 0.4]}
+        record = {k: [v, v] for k, v in (record or {}).items()}
+        pd.DataFrame(columns | record).to_csv(path, sep="\t", index=False)
+    return path
+
+
+@pytest.mark.parametrize("name", ["score.json", "reliance.tsv"])
+def test_a_file_of_another_configuration_is_refused_naming_both_fingerprints(tmp_path, name):
+    path = run_file(tmp_path, name, identity(MODEL, 1, "a" * 16))
+    expected = {f"{MODEL}/seed1": "b" * 16}
+    with pytest.raises(MixnmtError) as error:
+        refuse_foreign([path], expected)
+    assert str(error.value) == (
+        f"{path}: run {MODEL}/seed1 has fingerprint {'a' * 16}, but this configuration's is {'b' * 16} "
+        "(its model entry, training settings or data differ); remake it"
+    )
+    refuse_foreign([path], {f"{MODEL}/seed1": "a" * 16})  # its own configuration's
+    with pytest.raises(
+        MixnmtError, match=f"holds run {MODEL}/seed1, which this configuration does not train"
+    ):
+        refuse_foreign([path], {f"{MODEL}/seed2": "a" * 16})
+
+
+@pytest.mark.parametrize("name", ["score.json", "reliance.tsv"])
+def test_a_file_that_records_no_run_is_refused_as_an_old_format(tmp_path, name):
+    path = run_file(tmp_path, name, None)
+    assert records(path) is None
+    with pytest.raises(MixnmtError, match=f"^{path}: an old format that records no run fingerprint"):
+        refuse_foreign([path], {f"{MODEL}/seed1": "a" * 16})
+    refuse_foreign([path], None)  # nothing expected: nothing checked
+
+
+def test_a_translation_changed_after_its_record_is_refused(tmp_path):
+    text, record = tmp_path / "t.txt", tmp_path / "t.json"
+    text.write_text("ein Hund\n")
+    made = identity(MODEL, 1, "a" * 16, "c" * 64)
+    record.write_text(json.dumps({"run": made, "output": {"sha256": sha256sum(text)}}))
+    assert translation_record(text) == made | {"translation": sha256sum(text)}
+    text.write_text("ein Hund\nzwei Katzen\n")
+    with pytest.raises(MixnmtError, match=f"^{text}: changed since {record} was written"):
+        translation_record(text)
+    record.unlink()
+    assert translation_record(text) is None  # a translation made by hand has no run
