@@ -73,29 +73,50 @@ def facts() -> dict:
 
 
 def run_until(command: list[str | Path], deadline: float, log: Path, grace: float = 120) -> int:
-    """Run `command` (output to `log`) until it ends or `deadline` (time.time()) passes;
-    then SIGINT its whole process group, as Ctrl-C would (training saves its state), and
-    SIGKILL it `grace` seconds later. The command itself hears SIGTERM first: Snakemake
-    then starts no new job even where its KeyboardInterrupt is lost (seen under load,
-    with --keep-going: it went on to start the next trainers)."""
+    """Run `command` (output to `log`) in a process group of its own until it ends or
+    `deadline` (time.time()) passes, or this session is interrupted (Ctrl-C, SIGTERM);
+    then stop the group: SIGINT to all of it, as Ctrl-C would (training saves its state),
+    SIGTERM to the command itself (Snakemake then starts no new job even where its
+    KeyboardInterrupt is lost, seen under load with --keep-going), and SIGKILL to whatever
+    of the group is left `grace` seconds later, also when the command itself ended sooner
+    (a trainer started as the signals came, left running when Snakemake exited). An
+    interruption is raised again once the group is gone."""
     with log.open("a") as out:
         out.write(f"$ {' '.join(map(str, command))}\n")
         out.flush()
         process = subprocess.Popen(
             command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
+        interrupted = None
         try:
             return process.wait(timeout=max(deadline - time.time(), 0))
         except subprocess.TimeoutExpired:
             out.write(f"# deadline reached: SIGTERM to {process.pid}, SIGINT to its process group\n")
-            out.flush()
-            process.send_signal(signal.SIGTERM)
-            os.killpg(process.pid, signal.SIGINT)
-        try:
-            return process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+        except KeyboardInterrupt as e:
+            interrupted = e
+            out.write(f"# interrupted: SIGTERM to {process.pid}, SIGINT to its process group\n")
+        out.flush()
+        process.send_signal(signal.SIGTERM)
+        os.killpg(process.pid, signal.SIGINT)
+        end = time.time() + grace
+        while time.time() < end and group_alive(process.pid):
+            process.poll()  # reap the command once it ends; its jobs may outlive it
+            time.sleep(0.5)
+        if group_alive(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
-            return process.wait()
+        code = process.wait()
+        if interrupted:
+            raise interrupted
+        return code
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` (not yet reaped) is left."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def snakemake(directory: Path, *args: str | Path) -> list[str | Path]:
@@ -188,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "--study-minutes", type=float, help="at most this long for the study (default: the rest)"
     )
     a = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, interrupt)  # as Ctrl-C: the running step stops its group
     deadline = time.time() + 60 * a.minutes
     a.out.mkdir(parents=True, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -238,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if passed and verdict["verdict"] == "identical" and code == 0 else 1
 
 
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM to the session: stop as at Ctrl-C."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def settings_experiment(directory: Path, configfiles: list[str], settings: list[str]) -> str:
     """The study's experiment name, as Snakemake will read it: the last word wins."""
     name = yaml.safe_load((directory / "config.yaml").read_text())["experiment"]
@@ -250,4 +277,7 @@ def settings_experiment(directory: Path, configfiles: list[str], settings: list[
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("gpu_session: interrupted; the running step's processes were stopped (states saved)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -52,6 +53,53 @@ def test_run_until_stops_a_process_group_at_its_deadline(tmp_path):
         time.sleep(0.1)  # the child may finish after its parent
     assert sorted(said.read_text().splitlines()) == ["no new jobs", "saved"]
     assert "deadline reached: SIGTERM to" in (tmp_path / "log").read_text()
+
+
+ORPHAN = """
+import signal, subprocess, sys, time
+if len(sys.argv) == 2:  # the leader ends at once on SIGTERM, leaving its job behind
+    subprocess.Popen([sys.executable, __file__, sys.argv[1], "job"])
+    time.sleep(60)
+else:  # a job started as the signals came: it never hears SIGINT
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    open(sys.argv[1], "w").write("started")
+    time.sleep(600)
+"""
+
+
+def test_nothing_of_the_group_outlives_the_grace(tmp_path):
+    """A job left running when its leader ended (seen as trainers training on for an hour
+    after a dry run) is killed when the grace ends."""
+    (tmp_path / "job.py").write_text(ORPHAN)
+    started = tmp_path / "started"
+    start = time.time()
+    command = [sys.executable, tmp_path / "job.py", started]
+    gpu_session.run_until(command, time.time() + 3, tmp_path / "log", grace=3)
+    assert started.exists() and time.time() - start < 20
+    pids = subprocess.run(["pgrep", "-f", str(tmp_path / "job.py")], capture_output=True, text=True)
+    assert pids.stdout == "", pids.stdout
+
+
+def test_an_interrupted_session_stops_its_group(tmp_path):
+    """Ctrl-C (or SIGTERM) to the session stops the running step's processes and is raised again."""
+    (tmp_path / "job.py").write_text(ORPHAN)
+    started = tmp_path / "started"
+
+    def alarm(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gpu_session.run_until(
+                [sys.executable, tmp_path / "job.py", started], time.time() + 60, tmp_path / "log", 3
+            )
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    pids = subprocess.run(["pgrep", "-f", str(tmp_path / "job.py")], capture_output=True, text=True)
+    assert started.exists() and pids.stdout == "", pids.stdout
+    assert "# interrupted: SIGTERM to" in (tmp_path / "log").read_text()
 
 
 @pytest.mark.slow(seconds=130)
