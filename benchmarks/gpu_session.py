@@ -27,6 +27,8 @@ import argparse
 import json
 import os
 import platform
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +39,8 @@ from pathlib import Path
 import torch
 import yaml
 
+from mixnmt import MixnmtError
+from mixnmt.config import SCHEMA, read, schema
 from mixnmt.files import sha256sum
 from mixnmt.paths import CHECKPOINTS, STATES, Layout
 from mixnmt.provenance import code_version
@@ -131,6 +135,7 @@ def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dic
     tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
     digests = []
     for run in ("determinism-1", "determinism-2"):
+        shutil.rmtree(directory / "results" / run, ignore_errors=True)  # an earlier session's: train anew
         first = Layout(f"results/{run}").checkpoint(tiny["only"][0], tiny["seeds"][0])
         settings = [f"experiment={run}", *(["max_steps=20"] if quick else [])]
         command = snakemake(
@@ -211,7 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, interrupt)  # as Ctrl-C: the running step stops its group
     deadline = time.time() + 60 * a.minutes
-    a.out.mkdir(parents=True, exist_ok=True)
+    experiment = settings_experiment(a.directory, a.configfile, a.config)
+    try:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / ".writable").touch()
+        (a.out / ".writable").unlink()
+    except OSError as e:
+        raise SystemExit(f"gpu_session: --out {a.out}: not a folder it can write ({e.strerror})") from None
     device = "cuda" if torch.cuda.is_available() else "cpu"
 
     def step(name: str, seconds: float) -> float:
@@ -253,7 +264,6 @@ def main(argv: list[str] | None = None) -> int:
     code = run_until(study, end, a.out / "study.log", a.grace)
     print(f"study: exit {code} ({'finished' if code == 0 else 'stopped or failed; rerun to resume'})")
 
-    experiment = settings_experiment(a.directory, a.configfile, a.config)
     results = a.directory / "results" / experiment
     if results.exists():
         print(f"results: {tarball(results, a.out)}")
@@ -266,13 +276,20 @@ def interrupt(signum: int, frame: object) -> None:
 
 
 def settings_experiment(directory: Path, configfiles: list[str], settings: list[str]) -> str:
-    """The study's experiment name, as Snakemake will read it: the last word wins."""
-    name = yaml.safe_load((directory / "config.yaml").read_text())["experiment"]
-    for path in configfiles:
-        name = (yaml.safe_load(Path(path).read_text()) or {}).get("experiment", name)
+    """The study's experiment name, as Snakemake will read it (the last word wins), if it
+    is a name of the config's schema: a folder of results/, never a path out of it."""
+    try:
+        name = read(directory / "config.yaml")["experiment"]
+        for path in configfiles:
+            name = read(path).get("experiment", name)
+    except MixnmtError as e:
+        raise SystemExit(f"gpu_session: {e}") from None
     for setting in settings:
         key, _, value = setting.partition("=")
         name = value if key == "experiment" else name
+    rule = schema(ROOT / SCHEMA)["definitions"]["name"]
+    if not isinstance(name, str) or not re.match(rule["pattern"], name):
+        raise SystemExit(f"gpu_session: experiment: {name!r} is not {rule['description']}")
     return name
 
 

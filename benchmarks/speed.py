@@ -28,10 +28,10 @@ Numbers, not tests: CI runs it only in the GPU session's dry run.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import resource
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -45,10 +45,11 @@ import yaml
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from mixnmt import checkpoint
+from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import Batch, ParallelData, padding_fraction, read_ids
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype
+from mixnmt.files import write_json
 from mixnmt.models import REGISTRY, Seq2Seq, State, build, resolve
 from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
@@ -379,14 +380,32 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="also write every number here")
     a = parser.parse_args()
+    unknown = [m for m in a.models if m not in CONFIG["models"]]
+    if unknown:
+        parser.error(
+            f"--models: {', '.join(unknown)} not in config.yaml's models ({', '.join(CONFIG['models'])})"
+        )
+    if a.data and not (a.data / "ids").is_dir():
+        parser.error(f"--data {a.data}: not an experiment's results folder (no ids/ in it)")
     device = torch.device(a.device)
     layout = Layout(str(a.data)) if a.data else None
     test = sorted(a.data.glob("ids/test*.en"))[0] if a.data else None
 
     torch.set_num_threads(a.threads)
-    peak = matmul_peak(device)
     dtype = str(autocast_dtype(device) or torch.float32).removeprefix("torch.")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{a.threads} CPU threads"
+    record = {"device": name, "dtype": dtype, "peak_gflops": None, "rows": [], "shared": {}}
+
+    def keep() -> None:
+        """Write what is measured so far to --json (at once, to know it can)."""
+        if a.json:
+            try:
+                write_json(a.json, record, indent=1)
+            except (MixnmtError, OSError) as e:
+                sys.exit(f"speed.py: --json {a.json}: cannot write it ({getattr(e, 'strerror', None) or e})")
+
+    keep()
+    record["peak_gflops"] = peak = matmul_peak(device)
     print(f"{dtype} torch.mm peak: {peak:.1f} GFLOP/s on {name}")
     jobs, versus = [], {}
     for model in a.models:
@@ -413,13 +432,14 @@ def main() -> None:
                 }
             )
     spawn = get_context("spawn")
-    rows = []
+    rows = record["rows"]
     for job in jobs:  # one at a time: concurrent measurements would share the device
         with ProcessPoolExecutor(1, mp_context=spawn) as pool:
             rows.append(pool.submit(measure, job).result())
+        keep()  # an interrupted benchmark keeps the rows it has
     print_table(rows, versus, peak)
 
-    shared = {}
+    shared = record["shared"]
     if a.processes:
         recurrent = [m for m in a.models if REGISTRY[resolve(m, CONFIG["models"][m])[0]].compiled_steps]
         model = a.share_model or (recurrent or a.models)[0]
@@ -427,9 +447,7 @@ def main() -> None:
         for n in a.processes:
             shared[n] = shared_throughput(job, n, a.seconds)
             print(f"{n} processes training {model} side by side: {shared[n]:.0f} target tokens/s in all")
-    if a.json:
-        record = {"device": name, "dtype": dtype, "peak_gflops": peak, "rows": rows, "shared": shared}
-        a.json.write_text(json.dumps(record, indent=1) + "\n")
+            keep()
 
 
 def print_table(rows: list[dict], versus: dict[str, str], peak: float) -> None:

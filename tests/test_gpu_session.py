@@ -135,3 +135,33 @@ def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
         names = tar.getnames()
     assert any(n.startswith("tiny/logs/train/") for n in names)
     assert not any("/checkpoints" in n or "/states" in n for n in names)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--config", "experiment=../../elsewhere"], "experiment: '../../elsewhere' is not a name"),
+        (["--out", "FILE"], "--out FILE: not a folder it can write"),
+    ],
+)
+def test_a_session_that_would_pack_or_write_the_wrong_place_stops_at_once(
+    tmp_path, monkeypatch, argv, message
+):
+    """An experiment named as a path would pack a folder outside results/; an --out that is
+    a file would fail after the checks: both stop before anything runs, in one line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("")
+    with pytest.raises(SystemExit) as stop:
+        gpu_session.main(["--minutes", "1", "--directory", str(ROOT), *argv])
+    assert message in str(stop.value) and "\n" not in str(stop.value)
+
+
+def test_the_determinism_check_trains_anew_over_an_earlier_sessions_checkpoints(tmp_path, monkeypatch):
+    """A second session in one folder retrains, rather than comparing the first one's checkpoints."""
+    stale = tmp_path / "results" / "determinism-1" / "checkpoints" / "old.pt"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"from an earlier session")
+    seen = []
+    monkeypatch.setattr(gpu_session, "run_until", lambda command, *_: seen.append(stale.exists()) or 1)
+    verdict = gpu_session.determinism(tmp_path, tmp_path, time.time() + 60, quick=True)
+    assert verdict["verdict"] == "failed" and seen == [False]
