@@ -47,6 +47,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import Batch, ParallelData, padding_fraction, read_ids
+from mixnmt.config import TrainConfig
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype
 from mixnmt.files import write_json
@@ -54,7 +55,7 @@ from mixnmt.models import REGISTRY, Seq2Seq, State, build, resolve
 from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
 from mixnmt.tokenize import Tokenizer
-from mixnmt.train import TrainConfig, Trainer
+from mixnmt.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())

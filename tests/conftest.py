@@ -97,7 +97,7 @@ def tiny_model(name: str, vocab: int, seed: int = 0, **overrides):
 
 def train_config(**overrides):
     """config.yaml's training settings (and seed, step cap) with `overrides`."""
-    from mixnmt.train import TrainConfig
+    from mixnmt.config import TrainConfig
 
     return TrainConfig(**{**TrainConfig.values(CONFIG, CONFIG["seeds"][0]), **overrides})
 

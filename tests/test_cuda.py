@@ -13,7 +13,7 @@ from mixnmt import determinism
 from mixnmt.batching import Batch, pad
 from mixnmt.models import build, resolve
 from mixnmt.symbols import BOS, EOS
-from mixnmt.train import Trainer
+from mixnmt.trainer import Trainer
 from test_models import VOCAB, batch, make, recurrent_dtypes, with_grus
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")

@@ -444,7 +444,7 @@ def test_balance_is_one_when_heads_spread_their_choices_and_k_when_they_lock_in(
 def test_balance_joins_the_training_objective_only():
     from conftest import train_config
     from mixnmt.batching import Batch
-    from mixnmt.train import Trainer
+    from mixnmt.trainer import Trainer
 
     src, tgt = batch()
     model = mixture_variant(balance=0.5).train()

@@ -22,7 +22,8 @@ from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
 from mixnmt.inputs import METRICS
 from mixnmt.runs import definition, fingerprint, identity
-from mixnmt.train import TrainConfig, Trainer, TrainFiles, inverse_sqrt, train, validate
+from mixnmt.train import TrainConfig, TrainFiles, train
+from mixnmt.trainer import Trainer, inverse_sqrt, validate
 
 HPARAMS = TINY_MODELS[FAST]
 # config.yaml's settings, for the tiny corpus: small batches, a fast schedule, no extras
@@ -251,7 +252,7 @@ def test_a_state_from_another_configuration_is_not_resumed(files, tmp_path, capl
 
 def fail_at_step(files, step, corrupt, **config):
     """Train, replacing the loss of training step `step` by corrupt(loss)."""
-    import mixnmt.train as training
+    import mixnmt.trainer as training
 
     calls = {"n": 0}
     real = training.token_loss

@@ -21,22 +21,9 @@ from mixnmt.batching import ParallelData, read_ids
 from mixnmt.files import read_lines, sha256sum, write_json
 from mixnmt.models.base import Seq2Seq, Weights
 from mixnmt.usage import component_usage, entropy, rounded
+from mixnmt.weights import sentence_weights
 
 log = logging.getLogger(__name__)
-
-
-@torch.no_grad()
-def sentence_weights(loaded: checkpoint.Inference, source: list[int], target: list[int]) -> dict[str, Any]:
-    """The model's analysis weights while it reads `target` after `source` (ids), with the
-    subwords along their axes: "source" (EOS included), "target" (what each step
-    predicts, EOS included) and "weights" by name (axes: the model's `analysis_axes`)."""
-    batch = ParallelData([source], [target]).collate([0]).to(loaded.device)
-    weights = loaded.model.analyse(batch.src, batch.tgt_in)
-    return {
-        "source": loaded.source.pieces(batch.src[0].tolist()),
-        "target": loaded.target.pieces(batch.tgt_out[0].tolist()),
-        "weights": {name: rounded(w[0]) for name, w in weights.items()},
-    }
 
 
 def source_weights(model: Seq2Seq, weights: Weights) -> dict[str, Tensor]:

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple
 
 from mixnmt import MixnmtError
 from mixnmt.files import Output, distinct
@@ -17,8 +17,6 @@ from mixnmt.files import Output, distinct
 if TYPE_CHECKING:
     from mixnmt.checkpoint import Inference
     from mixnmt.config import DecodeConfig
-
-T = TypeVar("T")
 
 
 def _json(text: str) -> dict:
@@ -118,16 +116,6 @@ def _setting_options(s: argparse.ArgumentParser, section: str) -> None:
     group = s.add_argument_group(f"{section} settings (each overrides the config's)")
     for name, schema in settings_schema(cls, exclude)["properties"].items():
         group.add_argument(f"--{name.replace('_', '-')}", type=hints[name], help=schema["description"])
-
-
-def _overridden(config: T, section: str, a: argparse.Namespace) -> T:
-    """`config` with the settings given as options (`_setting_options`), checked again."""
-    import dataclasses
-
-    from mixnmt.config import config_section
-
-    given = {f.name: getattr(a, f.name) for f in dataclasses.fields(config) if getattr(a, f.name) is not None}
-    return config_section(type(config), section, {**dataclasses.asdict(config), **given}) if given else config
 
 
 def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
@@ -374,30 +362,14 @@ def translate_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def _decoding(a: argparse.Namespace) -> DecodeConfig:
-    """The decoding settings: --config, or the config files' (config.yaml and overlays),
-    each setting given as an option overriding them; with every setting given as an
-    option, no file is read."""
+    """The decoding settings that translate's options name (`translator.decoding`)."""
     import dataclasses
 
-    from mixnmt.config import CONFIG, DecodeConfig, config_section
-    from mixnmt.translator import decode_settings
+    from mixnmt.config import DecodeConfig
+    from mixnmt.translator import decoding
 
-    names = [f.name for f in dataclasses.fields(DecodeConfig)]
-    missing = [f"--{name.replace('_', '-')}" for name in names if getattr(a, name) is None]
-    if not missing:
-        return config_section(DecodeConfig, "decode", {name: getattr(a, name) for name in names})
-    if not a.config and not CONFIG.is_file():
-        raise MixnmtError(
-            f"{CONFIG}: not in the working directory, which the decoding settings come from; run "
-            "from the repository root, or give --configfile, --config, or every setting "
-            f"(missing: {' '.join(missing)})"
-        )
-    config = (
-        config_section(DecodeConfig, "decode", a.config)
-        if a.config
-        else decode_settings(*(a.configfile or []))
-    )
-    return _overridden(config, "decode", a)
+    options = {f.name: getattr(a, f.name) for f in dataclasses.fields(DecodeConfig)}
+    return decoding(a.config, a.configfile or [], {k: v for k, v in options.items() if v is not None})
 
 
 def cmd_translate(a: argparse.Namespace) -> None:

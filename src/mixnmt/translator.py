@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import TextIO
 
 from mixnmt import MixnmtError, checkpoint
-from mixnmt.analysis import sentence_weights
 from mixnmt.batching import read_ids
-from mixnmt.config import config_section
+from mixnmt.config import CONFIG, config_section
 from mixnmt.config import load as load_config
 from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, Hypothesis, search
 from mixnmt.files import read_bounded, read_lines, sha256sum, split_lines, write_json, write_lines
 from mixnmt.manifest import manifest
+from mixnmt.weights import sentence_weights
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,24 @@ def decode_settings(*overlays: str | Path) -> DecodeConfig:
     """The `decode` section of config.yaml with `overlays` merged on it, as Snakemake's
     `--configfile` merges them, and checked as the workflow checks the config."""
     return config_section(DecodeConfig, "decode", load_config(*overlays)["decode"])
+
+
+def decoding(config: dict | None, overlays: list[str | Path], options: dict) -> DecodeConfig:
+    """The decoding settings: `config` (JSON's), or config.yaml's with `overlays` merged
+    on it, each setting in `options` overriding them; with every setting an option, no
+    file is read, so that it works anywhere."""
+    names = [f.name for f in dataclasses.fields(DecodeConfig)]
+    missing = [f"--{name.replace('_', '-')}" for name in names if name not in options]
+    if not missing:
+        return config_section(DecodeConfig, "decode", options)
+    if not config and not CONFIG.is_file():
+        raise MixnmtError(
+            f"{CONFIG}: not in the working directory, which the decoding settings come from; run "
+            "from the repository root, or give --configfile, --config, or every setting "
+            f"(missing: {' '.join(missing)})"
+        )
+    found = config_section(DecodeConfig, "decode", config) if config else decode_settings(*overlays)
+    return config_section(DecodeConfig, "decode", dataclasses.asdict(found) | options) if options else found
 
 
 @dataclass(frozen=True)
