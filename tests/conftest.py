@@ -16,6 +16,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tinydata  # noqa: E402
+from mixnmt.batching import Batch, pad  # noqa: E402
+from mixnmt.decode import next_logprobs  # noqa: E402
+from mixnmt.models import build, resolve  # noqa: E402
+from mixnmt.symbols import BOS, EOS, PAD  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -56,7 +60,7 @@ def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
     counts that may be 0) the combinations of their settings in which every three knobs
     (two, if there are only three) take all their joint settings (`covering`), named like
     "mixture[components=0,bidirectional=True,source=states,...]"."""
-    from mixnmt.models import hyperparameter_schemas, resolve
+    from mixnmt.models import hyperparameter_schemas
 
     variants = {}
     for name, entry in models.items():
@@ -88,8 +92,6 @@ VARIANTS = knob_variants(TINY_MODELS)  # the models the contract tests hold to
 
 def tiny_model(name: str, vocab: int, seed: int = 0, **overrides):
     """(architecture, hyperparameters, model) of tiny model `name` (with `overrides`), in eval mode."""
-    from mixnmt.models import build, resolve
-
     arch, hparams = resolve(name, {**VARIANTS[name], **overrides})
     torch.manual_seed(seed)
     return arch, hparams, build(arch, hparams, vocab, vocab, shared_vocab=True).eval()
@@ -107,6 +109,74 @@ def decode_config(**overrides):
     from mixnmt.decode import DecodeConfig
 
     return DecodeConfig(**{**CONFIG["decode"], **overrides})
+
+
+# --- helpers the test modules share (none imports another) ----------------------------
+
+VOCAB = 40  # the vocabulary of `make` and `batch`
+
+
+def make(name, shared=True, seed=0):
+    arch, hparams = resolve(name, VARIANTS[name])
+    torch.manual_seed(seed)
+    return build(arch, hparams, VOCAB, VOCAB, shared_vocab=shared)
+
+
+def batch(seed=0):
+    """Three sentences of different lengths, right-padded."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, VOCAB, (3, 9), generator=g)
+    src[1, 6:] = PAD
+    src[2, 3:] = PAD
+    tgt = torch.randint(4, VOCAB, (3, 7), generator=g)
+    tgt[:, 0] = BOS
+    return src, tgt
+
+
+def recurrent_dtypes(model, src, tgt, device_type: str, dtype: torch.dtype) -> dict[str, torch.dtype]:
+    """The dtype of every GRU's output during a training forward pass under autocast."""
+    seen = {}
+
+    def record(name):
+        def hook(module, args, output):
+            out = output[0] if isinstance(output, tuple) else output
+            seen[name] = getattr(out, "data", out).dtype
+
+        return hook
+
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.RNNBase | torch.nn.RNNCellBase):
+            module.register_forward_hook(record(name))
+    with torch.autocast(device_type, dtype=dtype):
+        model.train()(src, tgt).float().sum().backward()
+    return seen
+
+
+def with_grus() -> list[str]:
+    """The tiny models that have a GRU."""
+    rnn = torch.nn.RNNBase | torch.nn.RNNCellBase
+    return [name for name in TINY_MODELS if any(isinstance(m, rnn) for m in make(name).modules())]
+
+
+def synthetic_batches(vocab: int, n: int, seed: int = 0) -> list[Batch]:
+    g = torch.Generator().manual_seed(seed)
+    batches = []
+    for _ in range(n):
+        lengths = torch.randint(5, 30, (32, 2), generator=g).tolist()
+        src = [torch.randint(4, vocab, (s,), generator=g).tolist() + [EOS] for s, _ in lengths]
+        tgt = [torch.randint(4, vocab, (t,), generator=g).tolist() for _, t in lengths]
+        batches.append(Batch(pad(src), pad([[BOS, *t] for t in tgt]), pad([[*t, EOS] for t in tgt])))
+    return batches
+
+
+def sequence_logprob(model, src, tokens, limit):
+    """Log-probability of `tokens` + EOS under the search's own next-token rule."""
+    state, y, total = model.encode(src), torch.tensor([BOS]), 0.0
+    for t, tok in enumerate(tokens + [EOS]):
+        logits, state = model.step(state, y)
+        total += float(next_logprobs(logits, torch.tensor([t + 1 >= limit]))[0, tok])
+        y = torch.tensor([tok])
+    return total
 
 
 @pytest.fixture(scope="session")

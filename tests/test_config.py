@@ -4,11 +4,8 @@ model constructors for hyperparameters. Nothing outside the registry lists the m
 from __future__ import annotations
 
 import copy
-import io
 import math
 import re
-import tokenize
-from pathlib import Path
 
 import pytest
 from snakemake.exceptions import WorkflowError
@@ -17,7 +14,7 @@ from snakemake.utils import validate
 from conftest import CONFIG, ROOT, TINY
 from mixnmt import MixnmtError
 from mixnmt.config import check, check_strictly
-from mixnmt.models import REGISTRY, defaults, hyperparameter_schemas, resolve
+from mixnmt.models import defaults, hyperparameter_schemas, resolve
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 COLLECTIONS = {("models",), ("datasets",)}  # named members (models, datasets, test sets) are data
@@ -74,11 +71,6 @@ def test_config_yaml_is_valid_and_consistent():
     check_strictly(config, SCHEMA)
     check(config)
     assert config == CONFIG  # every key is set: no default was needed
-
-
-def string_literals(path: Path) -> list[tuple[int, str]]:
-    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
-    return [(t.start[0], t.string) for t in tokens if t.type == tokenize.STRING]
 
 
 @pytest.mark.parametrize(
@@ -139,23 +131,6 @@ def test_a_model_size_must_be_an_int_of_sane_size(value, message):
     name = next(iter(CONFIG["models"]))
     with pytest.raises(MixnmtError, match=f"^models.{name}.d_model: {re.escape(message)}"):
         resolve(name, {**CONFIG["models"][name], "d_model": value})
-
-
-def test_no_roster_outside_the_registry():
-    """No string in the package (outside models/), the tests or the benchmarks is a model
-    name: they take the models from the config and the registry. The fixtures that
-    configure models (conftest.py, tiny.yaml) are where tests name them."""
-    names = set(REGISTRY)
-    quoted = {f"{q}{n}{q}" for n in names for q in ("'", '"')}
-    files = [
-        *(p for p in (ROOT / "src").rglob("*.py") if "models" not in p.parts),
-        *(p for p in (ROOT / "tests").rglob("*.py") if p.name != "conftest.py"),
-        *(ROOT / "benchmarks").rglob("*.py"),
-    ]
-    found = [
-        f"{p.relative_to(ROOT)}:{line}: {s}" for p in files for line, s in string_literals(p) if s in quoted
-    ]
-    assert found == []
 
 
 def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():

@@ -8,13 +8,20 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import CONFIG, TINY_MODELS, train_config
+from conftest import (
+    CONFIG,
+    TINY_MODELS,
+    VOCAB,
+    batch,
+    make,
+    recurrent_dtypes,
+    synthetic_batches,
+    train_config,
+    with_grus,
+)
 from mixnmt import determinism
-from mixnmt.batching import Batch, pad
 from mixnmt.models import build, resolve
-from mixnmt.symbols import BOS, EOS
 from mixnmt.trainer import Trainer
-from test_models import VOCAB, batch, make, recurrent_dtypes, with_grus
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 CUDA = torch.device("cuda")
@@ -26,17 +33,6 @@ def one_entry_per_architecture() -> dict[str, dict]:
     for name, entry in CONFIG["models"].items():
         first.setdefault(resolve(name, entry)[0], name)
     return {name: CONFIG["models"][name] for name in first.values()}
-
-
-def synthetic_batches(vocab: int, n: int, seed: int = 0) -> list[Batch]:
-    g = torch.Generator().manual_seed(seed)
-    batches = []
-    for _ in range(n):
-        lengths = torch.randint(5, 30, (32, 2), generator=g).tolist()
-        src = [torch.randint(4, vocab, (s,), generator=g).tolist() + [EOS] for s, _ in lengths]
-        tgt = [torch.randint(4, vocab, (t,), generator=g).tolist() for _, t in lengths]
-        batches.append(Batch(pad(src), pad([[BOS, *t] for t in tgt]), pad([[*t, EOS] for t in tgt])))
-    return batches
 
 
 @pytest.mark.parametrize("name", one_entry_per_architecture())

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from conftest import FAST, VARIANTS, decode_config, tiny_model
+from conftest import FAST, VARIANTS, decode_config, sequence_logprob, tiny_model
 from mixnmt.batching import pad
-from mixnmt.decode import beam_search, greedy, next_logprobs, search, translate_ids
+from mixnmt.decode import beam_search, greedy, search, translate_ids
 from mixnmt.symbols import BOS, EOS, UNK
 
 
@@ -46,16 +46,6 @@ def test_static_state_passes_through_steps_and_beams_need_not_reorder_it(name, m
     # reorder every entry, as a model without the declaration
     monkeypatch.setattr(type(model), "static_state", property(lambda self: frozenset()))
     assert beam_search(model, src, config) == fast
-
-
-def sequence_logprob(model, src, tokens, limit):
-    """Log-probability of `tokens` + EOS under the search's own next-token rule."""
-    state, y, total = model.encode(src), torch.tensor([BOS]), 0.0
-    for t, tok in enumerate(tokens + [EOS]):
-        logits, state = model.step(state, y)
-        total += float(next_logprobs(logits, torch.tensor([t + 1 >= limit]))[0, tok])
-        y = torch.tensor([tok])
-    return total
 
 
 @pytest.mark.parametrize("length_penalty", [0.0, 1.0])
@@ -102,6 +92,7 @@ def test_translate_ids_keeps_order_empty_lines_and_batch_independence(beam):
     alone = [translate_ids(model, [s], config, torch.device("cpu"))[0] for s in srcs]
     assert batched == alone
     assert batched[3] == []
-    assert search(model, srcs, config, torch.device("cpu"), nbest=2)[3] == [([], 0.0)]  # never decoded
+    ((tokens, score),) = search(model, srcs, config, torch.device("cpu"), nbest=2)[3]
+    assert tokens == [] and math.isnan(score)  # never decoded: no score
     limits = [math.floor(config.max_len_a * (len(s) + 1)) + config.max_len_b for s in srcs]
     assert all(len(h) < lim for h, lim in zip(batched, limits))

@@ -83,30 +83,3 @@ def test_environment_provides_what_its_rules_import(rule, env, command):
 def test_the_environment_check_catches_a_missing_module():
     """Without pyyaml (as envs/torch.yaml was), `mixnmt translate` fails to import."""
     assert runs_without(["yaml"], sorted(command_modules("translate", nested=False))).returncode != 0
-
-
-@pytest.mark.parametrize(
-    ("module", "kept_out"),
-    [
-        ("mixnmt.models", "sentencepiece"),  # models read the special ids from mixnmt.symbols
-        ("mixnmt.train", "mixnmt.analysis"),  # training logs mixture usage from mixnmt.usage
-    ],
-)
-def test_a_module_does_not_import_what_it_does_not_need(module, kept_out):
-    code = f"import sys, {module}\nassert {kept_out!r} not in sys.modules"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, f"importing {module} imports {kept_out}:\n{done.stderr[-1500:]}"
-
-
-def test_no_function_in_the_package_runs_past_60_lines():
-    """A function a reader must hold in mind at once stays short: the phases of training,
-    the CLI's commands and the score table's parts each have their own."""
-    import ast
-
-    lengths = {
-        f"{path.relative_to(ROOT)}:{node.name}": node.end_lineno - node.lineno + 1
-        for path in (ROOT / "src").rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
-    assert max(lengths.values()) < 60, {f: n for f, n in lengths.items() if n >= 60}

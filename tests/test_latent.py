@@ -7,11 +7,10 @@ import itertools
 import pytest
 import torch
 
-from conftest import VARIANTS, decode_config, tiny_model
+from conftest import VARIANTS, decode_config, sequence_logprob, tiny_model
 from mixnmt.decode import beam_search
 from mixnmt.models import REGISTRY, latent, resolve
 from mixnmt.symbols import BOS, EOS, PAD, UNK
-from test_decode import sequence_logprob
 
 ARCH = next(arch for arch, cls in REGISTRY.items() if cls is latent.Latent)
 LATENT = [name for name, entry in VARIANTS.items() if resolve(name, entry)[0] == ARCH]

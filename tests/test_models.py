@@ -10,30 +10,23 @@ import torch.nn.functional as F
 import yaml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from conftest import CONFIG, OPS_PER_STEP, ROOT, TINY, TINY_MODELS, VARIANTS
+from conftest import (
+    CONFIG,
+    OPS_PER_STEP,
+    ROOT,
+    TINY,
+    TINY_MODELS,
+    VARIANTS,
+    VOCAB,
+    batch,
+    make,
+    recurrent_dtypes,
+    with_grus,
+)
 from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
 from mixnmt.models import REGISTRY, build, resolve
 from mixnmt.symbols import BOS, PAD
-
-VOCAB = 40
-
-
-def make(name, shared=True, seed=0):
-    arch, hparams = resolve(name, VARIANTS[name])
-    torch.manual_seed(seed)
-    return build(arch, hparams, VOCAB, VOCAB, shared_vocab=shared)
-
-
-def batch(seed=0):
-    """Three sentences of different lengths, right-padded."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, VOCAB, (3, 9), generator=g)
-    src[1, 6:] = PAD
-    src[2, 3:] = PAD
-    tgt = torch.randint(4, VOCAB, (3, 7), generator=g)
-    tgt[:, 0] = BOS
-    return src, tgt
 
 
 def test_every_architecture_has_a_tiny_model_that_the_tiny_experiment_runs():
@@ -203,15 +196,6 @@ def test_impossible_hyperparameters_name_the_architecture():
         build(arch, {**resolve(arch, None)[1], "d_model": 30, "heads": 4}, VOCAB, VOCAB, True)
 
 
-def test_defaults_live_in_the_constructors_only():
-    """config.yaml lists its models without restating the constructors' defaults."""
-    for name, entry in CONFIG["models"].items():
-        arch, hparams = resolve(name, entry)
-        assert not {
-            k: v for k, v in (entry or {}).items() if k != "arch" and hparams[k] == resolve(arch, None)[1][k]
-        }
-
-
 def size_without_embeddings(name: str, models: dict, vocab: int) -> int:
     from mixnmt.models import parameter_counts
 
@@ -263,31 +247,6 @@ def test_components_differ_from_the_first_step(arch):
             learned = pi[..., 1 : 1 + model.learned_components].flatten(0, -2)  # (steps x heads, K)
             spread = learned.std(-1) / learned.mean(-1)
             assert spread.mean() > 0.2, (key, float(spread.mean()))
-
-
-def recurrent_dtypes(model, src, tgt, device_type: str, dtype: torch.dtype) -> dict[str, torch.dtype]:
-    """The dtype of every GRU's output during a training forward pass under autocast."""
-    seen = {}
-
-    def record(name):
-        def hook(module, args, output):
-            out = output[0] if isinstance(output, tuple) else output
-            seen[name] = getattr(out, "data", out).dtype
-
-        return hook
-
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.RNNBase | torch.nn.RNNCellBase):
-            module.register_forward_hook(record(name))
-    with torch.autocast(device_type, dtype=dtype):
-        model.train()(src, tgt).float().sum().backward()
-    return seen
-
-
-def with_grus() -> list[str]:
-    """The tiny models that have a GRU."""
-    rnn = torch.nn.RNNBase | torch.nn.RNNCellBase
-    return [name for name in TINY_MODELS if any(isinstance(m, rnn) for m in make(name).modules())]
 
 
 @pytest.mark.parametrize("name", with_grus())

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import FAST, TINY_MODELS, decode_config, train_config
+from conftest import FAST, TINY_MODELS, decode_config, synthetic_batches, train_config
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.batching import ParallelData
 from mixnmt.cli import main
@@ -418,7 +418,6 @@ def test_a_training_step_never_waits_for_the_device(name):
 
     from mixnmt.models import build, resolve
     from mixnmt.models.recurrent import BiGRU
-    from test_cuda import synthetic_batches
 
     class Waits(TorchDispatchMode):
         count = 0

@@ -110,7 +110,7 @@ def mixing_table(mixing: pd.DataFrame, use: pd.DataFrame) -> pd.DataFrame:
     for _, row in table.iterrows():
         shown = {
             "model": f"`{row.model}`",
-            "mixture": row.weights.replace("_", " "),
+            "weights": row.weights.replace("_", " "),
             "heads": int(row.heads),
             "entropy (nats)": f"{row.entropy:.2f}",
             "MI (nats)": f"{row.mi:.2f}",

@@ -1,0 +1,73 @@
+"""The project's conventions, checked on its code: no roster of models outside the
+registry, defaults only in the constructors, modules that import only what they need,
+short functions."""
+
+from __future__ import annotations
+
+import ast
+import io
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from conftest import CONFIG, ROOT
+from mixnmt.models import REGISTRY, resolve
+
+
+def string_literals(path: Path) -> list[tuple[int, str]]:
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return [(t.start[0], t.string) for t in tokens if t.type == tokenize.STRING]
+
+
+def test_no_roster_outside_the_registry():
+    """No string in the package (outside models/), the tests or the benchmarks is a model
+    name: they take the models from the config and the registry. The fixtures that
+    configure models (conftest.py, tiny.yaml) are where tests name them."""
+    names = set(REGISTRY)
+    quoted = {f"{q}{n}{q}" for n in names for q in ("'", '"')}
+    files = [
+        *(p for p in (ROOT / "src").rglob("*.py") if "models" not in p.parts),
+        *(p for p in (ROOT / "tests").rglob("*.py") if p.name != "conftest.py"),
+        *(ROOT / "benchmarks").rglob("*.py"),
+    ]
+    found = [
+        f"{p.relative_to(ROOT)}:{line}: {s}" for p in files for line, s in string_literals(p) if s in quoted
+    ]
+    assert found == []
+
+
+def test_defaults_live_in_the_constructors_only():
+    """config.yaml lists its models without restating the constructors' defaults."""
+    for name, entry in CONFIG["models"].items():
+        arch, hparams = resolve(name, entry)
+        assert not {
+            k: v for k, v in (entry or {}).items() if k != "arch" and hparams[k] == resolve(arch, None)[1][k]
+        }
+
+
+@pytest.mark.parametrize(
+    ("module", "kept_out"),
+    [
+        ("mixnmt.models", "sentencepiece"),  # models read the special ids from mixnmt.symbols
+        ("mixnmt.train", "mixnmt.analysis"),  # training logs mixture usage from mixnmt.usage
+    ],
+)
+def test_a_module_does_not_import_what_it_does_not_need(module, kept_out):
+    code = f"import sys, {module}\nassert {kept_out!r} not in sys.modules"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, f"importing {module} imports {kept_out}:\n{done.stderr[-1500:]}"
+
+
+def test_no_function_in_the_package_runs_past_60_lines():
+    """A function a reader must hold in mind at once stays short: the phases of training,
+    the CLI's commands and the score table's parts each have their own."""
+    lengths = {
+        f"{path.relative_to(ROOT)}:{node.name}": node.end_lineno - node.lineno + 1
+        for path in (ROOT / "src").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    assert max(lengths.values()) < 60, {f: n for f, n in lengths.items() if n >= 60}
