@@ -230,3 +230,23 @@ def test_a_config_file_that_is_not_plain_utf8_yaml_is_refused_in_one_line(tmp_pa
     with pytest.raises(MixnmtError) as error:
         read(path)
     assert str(error.value) == f"{path}: {message}"
+
+
+def test_prepare_filters_training_pairs_never_test_sets_and_checks_the_shown_sentences():
+    from mixnmt.config import prepare_arguments
+
+    first, *others = CONFIG["datasets"][CONFIG["dataset"]]["test"]
+    shown = [str(i) for i in CONFIG["analysis"]["sentences"]]
+    assert prepare_arguments(CONFIG, first) == ["--shown", *shown]
+    assert all(prepare_arguments(CONFIG, t) == [] for t in others)
+    max_words = ["--max-words", str(CONFIG["prepare"]["max_words"])]
+    assert prepare_arguments(CONFIG, "train") == prepare_arguments(CONFIG, "valid") == max_words
+
+
+def test_a_file_the_dataset_does_not_pin_is_named():
+    from mixnmt.config import pinned
+
+    entry = CONFIG["datasets"]["multi30k"]["train"]["en"]
+    assert pinned(CONFIG, "multi30k", entry["file"]) == entry
+    with pytest.raises(MixnmtError, match="^datasets.multi30k: lists no file 'other.gz'$"):
+        pinned(CONFIG, "multi30k", "other.gz")

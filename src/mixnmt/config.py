@@ -151,6 +151,28 @@ def fingerprints(config: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def pinned(config: dict[str, Any], dataset: str, file: str) -> dict[str, Any]:
+    """The entry `datasets.<dataset>` pins for one of its files: its sha256 and size."""
+    found = config["datasets"][dataset]
+    for files in [found["train"], found["valid"], *found["test"].values()]:
+        for entry in files.values():
+            if entry["file"] == file:
+                return entry
+    raise MixnmtError(f"datasets.{dataset}: lists no file {file!r}")
+
+
+def prepare_arguments(config: dict[str, Any], split: str) -> list[str]:
+    """`mixnmt prepare`'s options for a split: training and validation pairs are filtered
+    by length, test sets never; the first test set checks the sentences the analysis
+    will show (before any model is trained)."""
+    testsets = list(config["datasets"][config["dataset"]]["test"])
+    if split == testsets[0]:
+        return ["--shown", *map(str, config["analysis"]["sentences"])]
+    if split in testsets:
+        return []
+    return ["--max-words", str(config["prepare"]["max_words"])]
+
+
 def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
     """Every scalar of a loaded config, with its dotted key ("train.lr", "seeds.0")."""
     if not isinstance(value, dict | list):

@@ -1,24 +1,13 @@
-"""Config validation and the helpers that map config entries to files and arguments."""
+"""The helpers that map config entries to files and arguments."""
 
 import json
 import os
 import re
 
-import jsonschema
-
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import (
-    TrainConfig,
-    check,
-    check_strictly,
-    fingerprints,
-    schema_error,
-    selected,
-)
-from mixnmt.device import pick_device
+from mixnmt.config import TrainConfig, fingerprints, pinned, prepare_arguments, selected
 from mixnmt.files import refuse_links
 from mixnmt.inputs import BENCHMARKED, INPUTS, input_files
 from mixnmt.paths import Layout, run
@@ -26,24 +15,6 @@ from mixnmt.report import reported
 from mixnmt.runs import data_definition
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
-
-SCHEMA = f"{workflow.basedir}/workflow/schemas/config.schema.yaml"
-try:
-    validate(config, SCHEMA)
-except WorkflowError as e:  # one line for the key at fault, not the whole schema
-    if not isinstance(e.__context__, jsonschema.ValidationError):
-        raise
-    raise WorkflowError(f"config: {schema_error(e.__context__)}") from None
-try:
-    check_strictly(config, SCHEMA)
-    check(config)
-except MixnmtError as e:
-    raise WorkflowError(f"config: {e}") from None
-
-
-def config_error(key, message):
-    raise WorkflowError(f"config: {key}: {message}")
-
 
 OUT = f"results/{config['experiment']}"
 # The paths of OUT's files that code outside the workflow reads too.
@@ -60,43 +31,6 @@ SPLITS = {"train": DATASET["train"], "valid": DATASET["valid"], **DATASET["test"
 MODELS = selected(config)
 SEEDS = [str(seed) for seed in config["seeds"]]
 FIRST_SEED = SEEDS[0]  # figures and per-model analyses show this seed's runs
-
-# The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
-# counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
-# on one GPU, one CPU thread each; the recurrent models are launch-bound, so one job
-# alone leaves most of a GPU idle. On SLURM each job asks for a GPU of its own (gpu=1;
-# profiles/slurm shows how to pack several onto one). Without a GPU they take one core
-# each and run side by side, which gets about 20% more tokens/s out of 2 cores than one
-# job on both. The speed rule asks for the whole machine, so its timings are its own.
-NO_GPU = pick_device().type == "cpu"
-WHOLE_GPU = 1024  # a gpu_jobs request above the limit is cut to it: every slot
-
-
-def cpu_only():
-    """A local run on a machine without a GPU. Asked when jobs are made: while the
-    Snakefile is read, the executor (local or SLURM) is not yet known."""
-    return workflow.local_exec and NO_GPU
-
-
-def model_threads(threads):
-    """Threads of a job that runs a model: one on a local run, where jobs share the
-    cores or the GPU; `threads` on a cluster."""
-    return lambda wildcards: 1 if workflow.local_exec else threads
-
-
-def model_gpu(wildcards):
-    """The GPUs a job that runs a model asks a cluster for: one."""
-    return 0 if workflow.local_exec else 1
-
-
-def gpu_jobs(slots=1):
-    """The local GPU's share a job that runs a model takes (resource gpu_jobs)."""
-    return lambda wildcards: slots if workflow.local_exec and not NO_GPU else 0
-
-
-def seed_priority(wildcards):
-    """Earlier seeds first: every model's first run finishes before any second one."""
-    return len(SEEDS) - SEEDS.index(wildcards.seed)
 
 
 wildcard_constraints:
@@ -122,17 +56,6 @@ def raw_file(split, lang):
     return f"data/{config['dataset']}/{SPLITS[split][lang]['file']}"
 
 
-def pinned(wildcards):
-    """The entry the config pins for data/<dataset>/<file>: its sha256 and size."""
-    dataset = config["datasets"][wildcards.dataset]
-    splits = [dataset["train"], dataset["valid"], *dataset["test"].values()]
-    for files in splits:
-        for entry in files.values():
-            if entry["file"] == wildcards.file:
-                return entry
-    config_error(f"datasets.{wildcards.dataset}", f"lists no file {wildcards.file!r}")
-
-
 def download_base(wildcards, output):
     """Where to fetch from: the mirror if set, else the dataset's url.
 
@@ -140,18 +63,6 @@ def download_base(wildcards, output):
     mirror as a reason to download again: the pinned sha256 fixes the content.
     """
     return config["mirror"] or config["datasets"][wildcards.dataset]["url"]
-
-
-def prepare_args(wildcards):
-    """Arguments for prepare: training data is filtered, test data never; the first test
-    set checks the sentences the analysis will show (before any model is trained)."""
-    if wildcards.split == TESTSETS[0]:
-        return "--shown " + " ".join(
-            str(int(i)) for i in config["analysis"]["sentences"]
-        )
-    if wildcards.split in TESTSETS:
-        return ""
-    return f"--max-words {int(config['prepare']['max_words'])}"
 
 
 # --- tokenize -----------------------------------------------------------------------

@@ -9,8 +9,8 @@ rule download:
         "../../envs/text.yaml"
     params:
         base=download_base,
-        sha256=lambda w: pinned(w)["sha256"],
-        size=lambda w: pinned(w)["size"],
+        sha256=lambda w: pinned(config, w.dataset, w.file)["sha256"],
+        size=lambda w: pinned(config, w.dataset, w.file)["size"],
     shell:
         "mixnmt download {params.base:q} {output:q} --sha256 {params.sha256:q} --size {params.size}"
         " 2> {log:q}"
@@ -30,7 +30,7 @@ rule prepare:
     conda:
         "../../envs/text.yaml"
     params:
-        args=prepare_args,
+        args=lambda w: prepare_arguments(config, w.split),
     shell:
-        "mixnmt prepare {input.src:q} {input.tgt:q} {output.src:q} {output.tgt:q} {params.args}"
+        "mixnmt prepare {input.src:q} {input.tgt:q} {output.src:q} {output.tgt:q} {params.args:q}"
         " 2> {log:q}"

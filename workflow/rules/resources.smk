@@ -1,0 +1,53 @@
+"""What the jobs ask of the machine: threads, GPUs, the shared GPU's slots, and the order
+of seeds."""
+
+from snakemake.logging import logger
+
+from mixnmt.config import cpu_notice
+from mixnmt.device import pick_device
+
+# The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
+# counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
+# on one GPU, one CPU thread each; the recurrent models are launch-bound, so one job
+# alone leaves most of a GPU idle. On SLURM each job asks for a GPU of its own (gpu=1;
+# profiles/slurm shows how to pack several onto one). Without a GPU they take one core
+# each and run side by side, which gets about 20% more tokens/s out of 2 cores than one
+# job on both. The speed rule asks for the whole machine, so its timings are its own.
+NO_GPU = pick_device().type == "cpu"
+WHOLE_GPU = 1024  # a gpu_jobs request above the limit is cut to it: every slot
+
+
+def cpu_only():
+    """A local run on a machine without a GPU. Asked when jobs are made: while the
+    Snakefile is read, the executor (local or SLURM) is not yet known."""
+    return workflow.local_exec and NO_GPU
+
+
+def model_threads(threads):
+    """Threads of a job that runs a model: one on a local run, where jobs share the
+    cores or the GPU; `threads` on a cluster."""
+    return lambda wildcards: 1 if workflow.local_exec else threads
+
+
+def model_gpu(wildcards):
+    """The GPUs a job that runs a model asks a cluster for: one."""
+    return 0 if workflow.local_exec else 1
+
+
+def gpu_jobs(slots=1):
+    """The local GPU's share a job that runs a model takes (resource gpu_jobs)."""
+    return lambda wildcards: slots if workflow.local_exec and not NO_GPU else 0
+
+
+def seed_priority(wildcards):
+    """Earlier seeds first: every model's first run finishes before any second one."""
+    return len(SEEDS) - SEEDS.index(wildcards.seed)
+
+
+onstart:
+    # A newcomer without a GPU learns how long the training this run does takes here.
+    if cpu_only():
+        runs = sum(job.rule.name == "train" for job in workflow.dag.needrun_jobs())
+        notice = cpu_notice(config, workflow.cores, runs)
+        if notice:
+            logger.warning(notice)
