@@ -137,9 +137,13 @@ def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
     s.add_argument("--threads", type=_count, help="CPU threads")
 
 
+def _add_resamples(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--resamples", type=int, required=True, help="bootstrap resamples (analysis.bootstrap)")
+
+
 def _add_bootstrap(s: argparse.ArgumentParser) -> None:
     """The arguments a paired bootstrap over one seed's systems shares."""
-    s.add_argument("--resamples", type=int, required=True, help="bootstrap resamples (analysis.bootstrap)")
+    _add_resamples(s)
     s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
     s.add_argument("--output", type=Output, required=True, help="JSON")
     s.add_argument(
@@ -455,7 +459,7 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
-    s.add_argument("--resamples", type=int, required=True, help="bootstrap resamples (analysis.bootstrap)")
+    _add_resamples(s)
     s.add_argument(
         "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
     )
@@ -480,12 +484,7 @@ def lengths_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--sources", type=Path, required=True, help="source text")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
-    s.add_argument(
-        "--resamples",
-        type=int,
-        required=True,
-        help="bootstrap resamples for the intervals (analysis.bootstrap)",
-    )
+    _add_resamples(s)
     s.add_argument("--output", type=Output, required=True, help="TSV")
     _add_runs(s)
     s.add_argument(

@@ -1,0 +1,149 @@
+"""`mixnmt verify` on the published study: it passes as published, and each kind of mix-up
+planted in a copy is one line naming the file. The aggregating jobs refuse per-run files
+of another configuration."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT
+from mixnmt.config import fingerprints, load
+from mixnmt.verify import verify
+
+MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
+PUBLISHED = ROOT / "results" / "multi30k-cpu"
+OVERLAY = ROOT / "experiments" / "cpu.yaml"
+RUN, OTHER_SEED, TESTSET = ("rnn", 1), 2, "test_2016_flickr"
+
+
+def published() -> list[Path]:
+    """The results folders in git (a clone holds no others)."""
+    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "results"], capture_output=True, text=True)
+    folders = (
+        {Path(line).parts[1] for line in listed.stdout.splitlines()} if listed.returncode == 0 else set()
+    )
+    return [ROOT / "results" / name for name in sorted(folders)]
+
+
+@pytest.fixture
+def study(tmp_path, monkeypatch) -> Path:
+    """A copy of the published study to plant breaks in; the checks run from the project root."""
+    monkeypatch.chdir(ROOT)
+    return Path(shutil.copytree(PUBLISHED, tmp_path / PUBLISHED.name))
+
+
+def breaks(folder: Path, quick: bool = True) -> list[str]:
+    return verify(folder, [OVERLAY], quick, MIRROR).breaks
+
+
+@pytest.mark.parametrize("folder", published(), ids=lambda p: p.name)
+def test_every_published_study_verifies(folder, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    chain = verify(folder, [], quick=True)
+    assert chain.breaks == [] and chain.passed > 0
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason=f"no local copy of Multi30k at {MIRROR}")
+@pytest.mark.slow(seconds=60)
+def test_every_published_score_is_sacrebleus(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert verify(PUBLISHED, [], quick=False, data=MIRROR).breaks == []
+
+
+def score(folder: Path, model: str, seed: int, testset: str = TESTSET) -> Path:
+    return folder / "scores" / model / f"seed{seed}" / f"{testset}.json"
+
+
+def test_a_score_file_of_another_run(study):
+    shutil.copy(score(study, RUN[0], OTHER_SEED), score(study, *RUN))
+    assert breaks(study) == [f"{score(study, *RUN)}: the score of rnn/seed{OTHER_SEED} on {TESTSET}"]
+
+
+def test_a_score_edited_by_a_tenth(study):
+    path = score(study, *RUN)
+    edited = json.loads(path.read_text())
+    edited["bleu"] = round(edited["bleu"] + 0.1, 2)
+    path.write_text(json.dumps(edited))
+    (line,) = breaks(study)  # without the test sets: the score table no longer follows from it
+    assert line.startswith(f"{study / 'scores.tsv'}: row ") and "bleu: " in line
+    if MIRROR.is_dir():  # with them: sacreBLEU says otherwise
+        (line,) = breaks(study, quick=False)
+        assert line.startswith(f"{path}: bleu {edited['bleu']} (sacreBLEU gives ")
+
+
+def test_a_manifest_of_another_seed(study):
+    manifest = study / "train" / RUN[0] / "seed{}" / "manifest.json"
+    shutil.copy(str(manifest).format(OTHER_SEED), str(manifest).format(RUN[1]))
+    (line,) = breaks(study)
+    assert line.startswith(f"{str(manifest).format(RUN[1])}: belongs to run rnn/seed{OTHER_SEED}")
+
+
+def test_a_reliance_file_in_the_old_format(study):
+    path = study / "reliance" / RUN[0] / f"seed{RUN[1]}.tsv"
+    table = pd.read_csv(path, sep="\t")
+    table.drop(columns=["fingerprint", "checkpoint"]).to_csv(path, sep="\t", index=False)
+    assert breaks(study) == [
+        f"{path}: an old format that records no run fingerprint; remake it with the current code"
+    ]
+
+
+def test_a_translation_one_line_short(study):
+    path = study / "translations" / RUN[0] / f"seed{RUN[1]}" / f"{TESTSET}.txt"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]), encoding="utf-8")
+    assert breaks(study) == [
+        f"{path}: changed since its record was made ({len(lines) - 1} lines, sha256 differs)"
+    ]
+
+
+def test_a_table_row_edited(study):
+    path = study / "tables" / "cost.tsv"
+    table = pd.read_csv(path, sep="\t")
+    table.loc[1, "bleu"] += 0.5
+    table.to_csv(path, sep="\t", index=False)
+    (line,) = breaks(study)
+    assert line.startswith(f"{path}: row 2 ({table.model[1]}, ") and "bleu: " in line
+
+
+def test_an_aggregation_over_two_configurations_is_refused(study, tmp_path):
+    """A model entry changed since the runs were made: `mixnmt aggregate` under the new
+    configuration refuses the old runs' files, naming the first and both fingerprints."""
+    overlay = tmp_path / "changed.yaml"
+    overlay.write_text(yaml.safe_dump({"models": {"rnn": {"hidden": 320}}}))
+    old, new = fingerprints(load(OVERLAY)), fingerprints(load(OVERLAY, overlay))
+    assert old["rnn/seed1"] != new["rnn/seed1"] and old["attention/seed1"] == new["attention/seed1"]
+    scores = sorted(study.glob("scores/*/seed*/*.json"))
+    done = subprocess.run(
+        [Path(sys.executable).parent / "mixnmt", "aggregate", "--scores", *scores,
+         "--significance", *sorted(study.glob("significance/*/*.json")),
+         "--manifests", *sorted(study.glob("train/*/seed*/manifest.json")),
+         "--output", tmp_path / "s.tsv", "--markdown", tmp_path / "s.md", "--metrics", tmp_path / "s.json",
+         "--runs", json.dumps(new)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    first = next(p for p in scores if "/rnn/" in str(p))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr == (
+        f"mixnmt aggregate: error: {first}: run rnn/seed1 has fingerprint {old['rnn/seed1']}, but this "
+        f"configuration's is {new['rnn/seed1']} (its model entry, training settings or data differ); "
+        "remake it\n"
+    )
+    assert not (tmp_path / "s.tsv").exists()
+
+
+@pytest.mark.parametrize("folder", published(), ids=lambda p: p.name)
+def test_the_readmes_results_are_the_ones_the_published_tables_give(folder, monkeypatch):
+    """Every number of README's Results comes from the tables through `mixnmt readme`."""
+    from mixnmt.readme import rewrite
+    from mixnmt.verify import configuration
+
+    monkeypatch.chdir(ROOT)
+    assert rewrite(ROOT / "README.md", folder, configuration(folder, []), check=True)
