@@ -250,3 +250,17 @@ def test_a_file_the_dataset_does_not_pin_is_named():
     assert pinned(CONFIG, "multi30k", entry["file"]) == entry
     with pytest.raises(MixnmtError, match="^datasets.multi30k: lists no file 'other.gz'$"):
         pinned(CONFIG, "multi30k", "other.gz")
+
+
+def test_cublas_gets_its_deterministic_workspace_before_any_gpu_work():
+    """cuBLAS reads CUBLAS_WORKSPACE_CONFIG at a process's first GPU matrix product: importing
+    mixnmt sets it (a test session's first CUDA test, or the trainer, runs later)."""
+    import subprocess
+    import sys
+
+    variable = "CUBLAS_WORKSPACE_CONFIG"
+    code = f"import os; os.environ.pop({variable!r}, None); import mixnmt; print(os.environ[{variable!r}])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    from mixnmt import CUBLAS_WORKSPACE
+
+    assert done.stdout.strip() == CUBLAS_WORKSPACE

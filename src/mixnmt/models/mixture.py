@@ -179,7 +179,12 @@ class MixtureCell(nn.Module):
     def next_state(self, previous: Tensor, u: Tensor, mixed: Tensor) -> Tensor:
         """h_t from h_{t-1}, u_t and u_t plus the mixtures' updates."""
         h = self.norm(mixed)
-        return h if self.gate is None else torch.lerp(previous, h, torch.sigmoid(self.gate(u)))
+        if self.gate is None:
+            return h
+        # lerp is on no autocast list: under CUDA's the gate (a linear layer) arrives in bf16
+        # and the states (layer norm) in fp32, which it refuses; the state keeps the wider type
+        z, dtype = torch.sigmoid(self.gate(u)), torch.promote_types(previous.dtype, h.dtype)
+        return torch.lerp(previous.to(dtype), h.to(dtype), z.to(dtype))
 
     def forward(
         self, state: tuple[Tensor, ...], x: Tensor, memory: tuple[Memory, ...]
