@@ -71,3 +71,13 @@ def test_no_function_in_the_package_runs_past_60_lines():
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }
     assert max(lengths.values()) < 60, {f: n for f, n in lengths.items() if n >= 60}
+
+
+@pytest.mark.parametrize("caption", sorted((ROOT / "workflow" / "report").glob("*.rst")), ids=lambda p: p.name)
+def test_every_caption_is_valid_restructured_text(caption):
+    """Snakemake's report renders the captions with docutils: "|A&S|" was a substitution."""
+    docutils_core = pytest.importorskip("docutils.core")
+    warnings = io.StringIO()
+    overrides = {"warning_stream": warnings, "report_level": 2}
+    docutils_core.publish_string(caption.read_text(), writer_name="null", settings_overrides=overrides)
+    assert warnings.getvalue() == ""

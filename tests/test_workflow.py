@@ -513,6 +513,7 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         project=project,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
+    assert "(ERROR/" not in built.stdout + built.stderr  # every caption is valid reStructuredText
     page = (workdir / "snakemake-report.html").read_text()
     assert "read attention as a mixture model" in page  # workflow/report/workflow.rst
     for name in ["scores.tsv", "report.html", *(f"{t}.tsv" for t in TABLES), *(f"{f}.png" for f in FIGURES)]:
