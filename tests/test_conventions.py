@@ -73,7 +73,10 @@ def test_no_function_in_the_package_runs_past_60_lines():
     assert max(lengths.values()) < 60, {f: n for f, n in lengths.items() if n >= 60}
 
 
-@pytest.mark.parametrize("caption", sorted((ROOT / "workflow" / "report").glob("*.rst")), ids=lambda p: p.name)
+CAPTIONS = sorted((ROOT / "workflow" / "report").glob("*.rst"))
+
+
+@pytest.mark.parametrize("caption", CAPTIONS, ids=lambda p: p.name)
 def test_every_caption_is_valid_restructured_text(caption):
     """Snakemake's report renders the captions with docutils: "|A&S|" was a substitution."""
     docutils_core = pytest.importorskip("docutils.core")

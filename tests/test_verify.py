@@ -14,14 +14,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import CONFIG, ROOT
 from mixnmt.config import fingerprints, load
 from mixnmt.verify import verify
 
 MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
 PUBLISHED = ROOT / "results" / "multi30k-cpu"
 OVERLAY = ROOT / "experiments" / "cpu.yaml"
-RUN, OTHER_SEED, TESTSET = ("rnn", 1), 2, "test_2016_flickr"
+MODEL = CONFIG["analysis"]["baseline"]  # a model of the published study
+RUN, OTHER_SEED = (MODEL, 1), 2
+TESTSET = next(iter(CONFIG["datasets"][CONFIG["dataset"]]["test"]))
 
 
 def published() -> list[Path]:
@@ -64,7 +66,7 @@ def score(folder: Path, model: str, seed: int, testset: str = TESTSET) -> Path:
 
 def test_a_score_file_of_another_run(study):
     shutil.copy(score(study, RUN[0], OTHER_SEED), score(study, *RUN))
-    assert breaks(study) == [f"{score(study, *RUN)}: the score of rnn/seed{OTHER_SEED} on {TESTSET}"]
+    assert breaks(study) == [f"{score(study, *RUN)}: the score of {MODEL}/seed{OTHER_SEED} on {TESTSET}"]
 
 
 def test_a_score_edited_by_a_tenth(study):
@@ -83,7 +85,7 @@ def test_a_manifest_of_another_seed(study):
     manifest = study / "train" / RUN[0] / "seed{}" / "manifest.json"
     shutil.copy(str(manifest).format(OTHER_SEED), str(manifest).format(RUN[1]))
     (line,) = breaks(study)
-    assert line.startswith(f"{str(manifest).format(RUN[1])}: belongs to run rnn/seed{OTHER_SEED}")
+    assert line.startswith(f"{str(manifest).format(RUN[1])}: belongs to run {MODEL}/seed{OTHER_SEED}")
 
 
 def test_a_reliance_file_in_the_old_format(study):
@@ -117,9 +119,11 @@ def test_an_aggregation_over_two_configurations_is_refused(study, tmp_path):
     """A model entry changed since the runs were made: `mixnmt aggregate` under the new
     configuration refuses the old runs' files, naming the first and both fingerprints."""
     overlay = tmp_path / "changed.yaml"
-    overlay.write_text(yaml.safe_dump({"models": {"rnn": {"hidden": 320}}}))
+    entry = {**load(OVERLAY)["models"][MODEL], "dropout": 0.3}
+    overlay.write_text(yaml.safe_dump({"models": {MODEL: entry}}))
     old, new = fingerprints(load(OVERLAY)), fingerprints(load(OVERLAY, overlay))
-    assert old["rnn/seed1"] != new["rnn/seed1"] and old["attention/seed1"] == new["attention/seed1"]
+    key = f"{MODEL}/seed1"
+    assert [k for k in old if old[k] != new[k]] == [f"{MODEL}/seed{s}" for s in load(OVERLAY)["seeds"]]
     scores = sorted(study.glob("scores/*/seed*/*.json"))
     done = subprocess.run(
         [Path(sys.executable).parent / "mixnmt", "aggregate", "--scores", *scores,
@@ -129,11 +133,11 @@ def test_an_aggregation_over_two_configurations_is_refused(study, tmp_path):
          "--runs", json.dumps(new)],
         capture_output=True, text=True,
     )  # fmt: skip
-    first = next(p for p in scores if "/rnn/" in str(p))
+    first = next(p for p in scores if f"/{MODEL}/" in str(p))
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr == (
-        f"mixnmt aggregate: error: {first}: run rnn/seed1 has fingerprint {old['rnn/seed1']}, but this "
-        f"configuration's is {new['rnn/seed1']} (its model entry, training settings or data differ); "
+        f"mixnmt aggregate: error: {first}: run {key} has fingerprint {old[key]}, but this "
+        f"configuration's is {new[key]} (its model entry, training settings or data differ); "
         "remake it\n"
     )
     assert not (tmp_path / "s.tsv").exists()
