@@ -174,14 +174,14 @@ def cli_train(files, **config) -> list[str]:
 
 def start_and_stop(command: list[str], state, sig: signal.Signals) -> subprocess.CompletedProcess:
     """Start a training, send `sig` as soon as it has saved a state, and wait for it."""
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not state.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert process.poll() is None, "training ended before it could be interrupted"
     process.send_signal(sig)
-    _, stderr = process.communicate(timeout=120)
-    return subprocess.CompletedProcess(command, process.returncode, "", stderr)
+    stdout, stderr = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 INTERRUPTIBLE = {"epochs": 12, "save_every": 20, "average": 3}  # the averaged weights resume too
@@ -211,11 +211,14 @@ def test_interrupted_training_resumes_to_a_byte_identical_checkpoint(files, unin
     if sig != signal.SIGKILL:  # a caught signal saves the state after the current step
         assert f"received {sig.name}" in stopped.stderr, stopped.stderr[-2000:]
         assert f"mixnmt train: error: {FAST}: interrupted at step" in stopped.stderr
+        # standard output is the terminal under Snakemake (standard error is the job's log)
+        assert "its state is saved, and the same command resumes it" in stopped.stdout
     assert files.state.exists() and not any(p.exists() for p in outputs(files))
 
     resumed = subprocess.run(cli_train(files, **INTERRUPTIBLE), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from {files.state}" in resumed.stderr
+    assert f"{files.state}: resuming at epoch " in resumed.stdout
     assert sha256sum(files.checkpoint) == uninterrupted
     assert not files.state.exists()
     assert len(pd.read_csv(files.metrics, sep="\t")) == 12
@@ -442,8 +445,7 @@ def test_progress_at_the_terminal_counts_to_max_steps(files, capsys, monkeypatch
     where it is, with the total and the time left that max_steps allows (not the epoch's)."""
     import mixnmt.train
 
-    monkeypatch.setattr(mixnmt.train, "SETTLE_EVERY", 1)
-    monkeypatch.setattr(mixnmt.train, "SHOW_EVERY", 0.0)
+    monkeypatch.setattr(mixnmt.train, "SHOW_EVERY", 0.0)  # a line every step, however few settle
     run(files, epochs=40, max_steps=5)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FAST} seed ")]
     steps = [int(line.split(", step ")[1].split("/")[0]) for line in lines]

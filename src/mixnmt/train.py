@@ -112,6 +112,7 @@ class StateFile:
         trainer.load_state_dict(state)
         self.saved = trainer.progress.step
         log.info("resuming from %s at epoch %d, step %d", self.path, trainer.progress.epoch, self.saved)
+        print(f"{self.path}: resuming at epoch {trainer.progress.epoch}, step {self.saved}", flush=True)
         return True
 
     def remove(self) -> None:
@@ -248,16 +249,22 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
         for indices in progress_bar:
             start = time.perf_counter()
             trainer.train_step(run.train_data.collate(indices))
-            if p.step % SETTLE_EVERY == 0:
+            due = time.monotonic() - shown >= SHOW_EVERY  # a line at the terminal, however slow a step
+            if p.step % SETTLE_EVERY == 0 or due:
                 trainer.settle()
                 progress_bar.set_postfix(loss=f"{p.loss_sum / max(p.tokens, 1):.3f}", refresh=False)
-                if time.monotonic() - shown >= SHOW_EVERY:
-                    print(progress_line(run.name, trainer, len(batches)), flush=True)
-                    shown = time.monotonic()
+            if due:
+                print(progress_line(run.name, trainer, len(batches)), flush=True)
+                shown = time.monotonic()
             p.add_time(time.perf_counter() - start)
             if sig := stop_requested():
                 log.warning("stopping for %s", sig.name)
                 state.save(trainer)
+                print(
+                    f"{run.name} seed {config.seed}: stopped at step {p.step} ({sig.name}); its state is "
+                    "saved, and the same command resumes it",
+                    flush=True,
+                )
                 raise MixnmtError(
                     f"{run.name}: interrupted at step {p.step}; state saved to {state.path}; "
                     "run the same command again to resume"
