@@ -8,6 +8,7 @@ import math
 import re
 
 import pytest
+import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -149,6 +150,11 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
     assert cpu_notice(merge(CONFIG, TINY), cores=2) is None  # 28 kB of synthetic text: minutes, not hours
     assert cpu_notice(CONFIG, cores=2, runs=runs // 2) != notice  # the runs this invocation trains
     assert cpu_notice(CONFIG, cores=2, runs=0) is None  # DVC's stages after training
+    capped = cpu_notice({**CONFIG, "max_steps": 600}, cores=2)  # the README's quick run, once 169 hours
+    assert "of 600 steps" in capped and f"roughly {hours * 600 / (40 * 121):.0f} hours" in capped
+    assert (
+        cpu_notice(merge(CONFIG, yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text())), 2) is None
+    )
 
 
 def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsys):

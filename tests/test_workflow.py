@@ -50,6 +50,12 @@ def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     return counts
 
 
+def torch_cpu_only() -> bool:
+    from mixnmt.device import pick_device
+
+    return pick_device().type == "cpu"
+
+
 def test_dry_run_lists_every_stage(workdir):
     """config.yaml: every model of the grid, trained, decoded and scored once per seed."""
     result = snakemake(workdir, "-n")
@@ -191,6 +197,28 @@ def test_an_alias_bomb_overlay_is_refused_before_snakemake_merges_it(workdir):
     assert f"config: {bomb}: expands to more than 100000 values (YAML aliases?); refused" in (
         result.stderr + result.stdout
     )
+
+
+def test_an_alias_bomb_given_with_config_is_refused_at_once(workdir):
+    """--config values are YAML too, which Snakemake parses and merges itself."""
+    levels = ",".join(f"&l{i} [{','.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 7))
+    result = snakemake(workdir, "-n", "--config", f"bomb=[&l0 [1,1,1,1,1,1,1,1,1],{levels}]")
+    assert result.returncode != 0
+    assert "config: --config: expands to more than 100000 values (YAML aliases?); refused" in (
+        result.stderr + result.stdout
+    )
+
+
+def test_without_a_gpu_a_run_of_many_hours_stops_before_it_starts_saying_what_fits(workdir):
+    """The full study on a CPU: the last lines say what it would cost, which command fits,
+    and how to insist; nothing is downloaded or trained."""
+    if not torch_cpu_only():
+        pytest.skip("a GPU is here: the full study runs")
+    result = snakemake(workdir, "--config", "max_steps=600")
+    said = result.stderr + result.stdout
+    assert result.returncode != 0 and "of 600 steps" in said and "hours on 2 CPU cores" in said
+    assert "--configfile experiments/cpu.yaml" in said and "--config allow_cpu=true" in said
+    assert not (workdir / "data").exists() and not list((workdir / "results").rglob("*.pt"))
 
 
 def test_a_long_value_is_cut_short_in_the_message(workdir):

@@ -44,6 +44,14 @@ training files: 240 s for Multi30k's 1.21 MB (gzipped), as measured in
 results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded). The basis of `cpu_notice`."""
 
 
+CPU_HOURS = 8
+"""Training that `cpu_notice` estimates to take longer than this on a CPU stops before it
+starts, unless `allow_cpu`: the CPU experiment (estimated at 4 hours, 2.5 to 3.5 measured)
+starts, the full study (169 hours) does not."""
+CPU_STEPS_PER_MB = 100
+"""Updates of 4096-token batches per epoch, per MB of the pinned training files: 123 for
+Multi30k's 1.21 MB (results/multi30k-cpu: 246 updates in two epochs), rounded."""
+
 Count = Annotated[int, {"minimum": 1, "maximum": 2**31 - 1}]
 Positive = Annotated[float, {"exclusiveMinimum": 0}]
 NonNegative = Annotated[float, {"minimum": 0}]
@@ -347,19 +355,23 @@ def schema_error(error: Any) -> str:
 def cpu_notice(config: dict[str, Any], cores: int, runs: int | None = None) -> str | None:
     """What `runs` training runs of `config` (default: every model and seed; the workflow
     passes those it is about to run) mean on `cores` CPU cores, if they would take hours,
-    and where the short CPU experiment is; None when that is quick."""
+    within `max_steps` where it caps them, and where the short CPU experiment is; None
+    when that is quick."""
     runs = len(selected(config)) * len(config["seeds"]) if runs is None else runs
-    epochs = config["train"]["epochs"]
-    train = config["datasets"][config["dataset"]]["train"]
+    train, epochs = config["datasets"][config["dataset"]]["train"], config["train"]["epochs"]
     megabytes = sum(train[lang]["size"] for lang in (config["src"], config["tgt"])) / 1e6
-    hours = runs * epochs * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
-    if hours < 4:  # the CPU experiment itself (2.5 hours measured) starts without one
+    per_epoch = megabytes * CPU_STEPS_PER_MB * 4096 / config["train"]["max_tokens"]
+    capped = config["max_steps"] is not None and config["max_steps"] < epochs * per_epoch
+    trained = config["max_steps"] / per_epoch if capped else epochs  # in epochs
+    hours = runs * trained * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
+    if hours < CPU_HOURS:
         return None
+    length = f"{config['max_steps']} steps" if capped else f"up to {epochs} epochs"
     return (
-        f"no GPU here: this run has {runs} training jobs (one per model and seed) of up to {epochs} "
-        f"epochs on {megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} "
-        "CPU cores. The CPU experiment (the key contrasts, 3 seeds of two epochs, about 2.5 hours "
-        "on 2 cores) is `snakemake --cores all --configfile experiments/cpu.yaml`."
+        f"no GPU here: this run has {runs} training jobs (one per model and seed) of {length} on "
+        f"{megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU cores. The CPU "
+        "experiment (the key contrasts, 3 seeds of two epochs, about 2.5 hours on 2 cores) is "
+        "`snakemake --cores all --configfile experiments/cpu.yaml`."
     )
 
 

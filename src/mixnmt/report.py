@@ -205,10 +205,14 @@ def figure(path: Path, alt: str) -> str:
     )
 
 
+RUN_ONLY = ("mirror", "container", "allow_cpu")
+"""Keys that say where and how a run runs (where the checksum-pinned files came from, the
+image, whether a CPU may train it): no result depends on them."""
+
+
 def reported(config: dict) -> dict:
-    """The configuration as the report shows and records it: the mirror only says where
-    the checksum-pinned files came from, and no result depends on it."""
-    return {key: value for key, value in config.items() if key != "mirror"}
+    """The configuration as the report shows and records it: without RUN_ONLY's keys."""
+    return {key: value for key, value in config.items() if key not in RUN_ONLY}
 
 
 CONFIG_INPUT = "config"

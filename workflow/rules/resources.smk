@@ -1,6 +1,7 @@
 """What the jobs ask of the machine: threads, GPUs, the shared GPU's slots, and the order
 of seeds."""
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from mixnmt.config import cpu_notice
@@ -45,9 +46,14 @@ def seed_priority(wildcards):
 
 
 onstart:
-    # A newcomer without a GPU learns how long the training this run does takes here.
+    # Without a GPU, a run whose training takes hours here stops before it starts, saying
+    # what fits; with allow_cpu it goes on, saying how long it takes.
     if cpu_only():
         runs = sum(job.rule.name == "train" for job in workflow.dag.needrun_jobs())
         notice = cpu_notice(config, workflow.cores, runs)
+        if notice and not config["allow_cpu"]:
+            raise WorkflowError(
+                f"{notice} To train this run here anyway: --config allow_cpu=true"
+            )
         if notice:
             logger.warning(notice)
