@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,6 +220,32 @@ def test_without_a_gpu_a_run_of_many_hours_stops_before_it_starts_saying_what_fi
     assert result.returncode != 0 and "of 600 steps" in said and "hours on 2 CPU cores" in said
     assert "--configfile experiments/cpu.yaml" in said and "--config allow_cpu=true" in said
     assert not (workdir / "data").exists() and not list((workdir / "results").rglob("*.pt"))
+
+
+def reversed_keys(value, path=()):
+    """`value` with the keys of every mapping of settings in reverse order (not the named
+    collections, whose order is the figures' and the first test set's)."""
+    if isinstance(value, dict):
+        ordered = path in {("models",)} or path[-1:] == ("test",)
+        keys = list(value) if ordered else reversed(list(value))
+        return {k: reversed_keys(value[k], (*path, k)) for k in keys}
+    return [reversed_keys(v, path) for v in value] if isinstance(value, list) else value
+
+
+def test_the_order_of_keys_never_changes_a_jobs_command(workdir):
+    """Snakemake reruns a job whose parameters change: equal settings in another key order
+    (an overlay merged by hand, a tool that sorts keys) give every job the same command."""
+    tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
+    commands = []
+    for config in (tiny, reversed_keys(tiny)):
+        path = overlay(workdir, yaml.safe_dump(config, sort_keys=False))
+        result = snakemake(workdir, "-n", "-p", "--configfile", path)
+        assert result.returncode == 0, result.stderr[-2000:]
+        said = [line.removeprefix("Shell command: ") for line in (result.stdout + result.stderr).splitlines()]
+        # the captions' folder is Snakemake's source cache, a new temporary one per invocation
+        said = [re.sub(r"--captions \S+", "--captions CAPTIONS", line) for line in said]
+        commands.append(sorted(line for line in said if line.startswith("mixnmt ")))
+    assert commands[0] == commands[1] and any(c.startswith("mixnmt train") for c in commands[0])
 
 
 def test_a_long_value_is_cut_short_in_the_message(workdir):

@@ -42,7 +42,7 @@ rule speed:
         gpu_jobs=gpu_jobs(WHOLE_GPU),
         mem_mb=4000,
     params:
-        config=json.dumps(config["decode"]),
+        config=canonical(config["decode"]),
         entry=entry,
         sentences=config["analysis"]["speed_sentences"],
     shell:
@@ -124,7 +124,7 @@ rule silver:
         "../../envs/align.yaml"
     threads: 3  # eflomal's samplers
     params:
-        settings=json.dumps(config["analysis"]["aligner"]),
+        settings=canonical(config["analysis"]["aligner"]),
     shell:
         "mixnmt silver --train {input.train:q} --test {input.test:q}"
         " --settings {params.settings:q} {output:q} 2> {log:q}"

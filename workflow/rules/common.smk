@@ -16,6 +16,13 @@ from mixnmt.runs import data_definition
 from mixnmt.figures import FIGURES
 from mixnmt.tables import TABLES
 
+
+def canonical(value):
+    """JSON of a config value with its keys sorted: a parameter of a rule, so that the
+    order of keys in the YAML files (an overlay's, a merge's) never reruns a job."""
+    return json.dumps(value, sort_keys=True)
+
+
 OUT = f"results/{config['experiment']}"
 # The paths of OUT's files that code outside the workflow reads too.
 LAYOUT = Layout(OUT)
@@ -93,18 +100,18 @@ translation = LAYOUT.translation
 
 def train_config(wildcards):
     """JSON of the training settings: the `train` section plus seed and step cap."""
-    return json.dumps(TrainConfig.values(config, wildcards.seed))
+    return canonical(TrainConfig.values(config, wildcards.seed))
 
 
 # What defines the data of every run, and the fingerprint the configuration gives each
 # run (mixnmt.runs): the jobs that gather per-run files refuse any of another run.
-DATA = json.dumps(data_definition(config))
-RUNS = json.dumps(fingerprints(config))
+DATA = canonical(data_definition(config))
+RUNS = canonical(fingerprints(config))
 
 
 def entry(wildcards):
     """JSON of one model's config entry (`models.<model>`)."""
-    return json.dumps(config["models"][wildcards.model] or {})
+    return canonical(config["models"][wildcards.model] or {})
 
 
 def systems(testset, seed, suffix=".txt"):

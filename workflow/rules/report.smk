@@ -53,7 +53,7 @@ rule report:
         "../../envs/plots.yaml"
     params:
         experiment=config["experiment"],
-        config=json.dumps(reported(config)),
+        config=canonical(reported(config)),
         captions=lambda w, input: os.path.dirname(input.captions[0]),
         runs=RUNS,
     shell:

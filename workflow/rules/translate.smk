@@ -19,7 +19,7 @@ rule translate:
         gpu_jobs=gpu_jobs(),
         mem_mb=4000,
     params:
-        config=json.dumps(config["decode"]),
+        config=canonical(config["decode"]),
         entry=entry,
     shell:
         "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
