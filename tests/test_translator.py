@@ -216,6 +216,10 @@ def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, mon
     assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", *options) == 0
     expected = Translator.load(random_checkpoint, tiny_spm, decode_config(**settings)).translate(SENTENCES)
     assert read_lines(tmp_path / "out.txt") == expected
+    # or the project's config.yaml by its path, as the Python API takes it too
+    assert decode_settings(ROOT / "config.yaml") == decode_config()
+    configfile = ["--configfile", str(ROOT / "config.yaml"), "--beam", "3"]
+    assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", *configfile) == 0
 
 
 @pytest.mark.parametrize(
@@ -408,3 +412,4 @@ def test_threads_must_be_a_positive_count(random_checkpoint, tiny_spm, capsys):
     with pytest.raises(SystemExit):
         translate_cli(random_checkpoint, tiny_spm, "--threads", "-1")
     assert "argument --threads: '-1': expected a positive integer" in capsys.readouterr().err
+

@@ -272,11 +272,14 @@ def merge(config: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
 
 def load(*overlays: str | Path) -> dict[str, Any]:
     """config.yaml with `overlays` merged on it in order, checked as the workflow checks
-    it (the schema with strict integers, then `check`)."""
+    it (the schema with strict integers, then `check`). Outside the repository root (no
+    config.yaml here), the first overlay is the whole config (PATH/config.yaml), checked
+    against the schema of its repository (PATH/workflow/schemas)."""
+    files = [CONFIG, *overlays] if CONFIG.is_file() or not overlays else list(overlays)
     config: dict[str, Any] = {}
-    for path in (CONFIG, *overlays):
+    for path in files:
         config = merge(config, read(path))
-    check_strictly(config, SCHEMA)
+    check_strictly(config, Path(files[0]).parent / SCHEMA)
     check(config)
     return config
 

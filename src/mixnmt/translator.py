@@ -60,7 +60,7 @@ def decoding(config: dict | None, overlays: list[str | Path], options: dict) -> 
     missing = [f"--{name.replace('_', '-')}" for name in names if name not in options]
     if not missing:
         return config_section(DecodeConfig, "decode", options)
-    if not config and not CONFIG.is_file():
+    if not config and not overlays and not CONFIG.is_file():
         raise MixnmtError(
             f"{CONFIG}: not in the working directory, which the decoding settings come from; run "
             "from the repository root, or give --configfile, --config, or every setting "
