@@ -118,7 +118,7 @@ def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
     command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "10"]
     command += ["--study-minutes", "0.75", "--grace", "15", "--out", out, "--directory", work, "--jobs", "2"]
     endless = tmp_path / "endless.yaml"  # training still runs when the study's time is up
-    endless.write_text("train: {epochs: 100000}\n")
+    endless.write_text("train: {epochs: 100000}\nallow_cpu: true\n")
     command += ["--configfile", ROOT / "tests" / "tiny.yaml", endless]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     said = done.stdout + done.stderr

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from sacrebleu.metrics import BLEU
@@ -224,6 +225,22 @@ def progress_line(name: str, trainer: Trainer, per_epoch: int) -> str:
     )
 
 
+def stop(trainer: Trainer, run: Run, state: StateFile, sig: signal.Signals) -> NoReturn:
+    """Save the state after the step in which `sig` arrived, say so, and end the run."""
+    log.warning("stopping for %s", sig.name)
+    state.save(trainer)
+    step = trainer.progress.step
+    print(
+        f"{run.name} seed {trainer.config.seed}: stopped at step {step} ({sig.name}); its state is "
+        "saved, and the same command resumes it",
+        flush=True,
+    )
+    raise MixnmtError(
+        f"{run.name}: interrupted at step {step}; state saved to {state.path}; "
+        "run the same command again to resume"
+    )
+
+
 def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: StopRequested) -> int:
     """The rest of the current epoch's steps, saving the state every `save_every` steps
     and stopping after the step in which `stop_requested` names a signal; the epoch's
@@ -258,17 +275,7 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
                 shown = time.monotonic()
             p.add_time(time.perf_counter() - start)
             if sig := stop_requested():
-                log.warning("stopping for %s", sig.name)
-                state.save(trainer)
-                print(
-                    f"{run.name} seed {config.seed}: stopped at step {p.step} ({sig.name}); its state is "
-                    "saved, and the same command resumes it",
-                    flush=True,
-                )
-                raise MixnmtError(
-                    f"{run.name}: interrupted at step {p.step}; state saved to {state.path}; "
-                    "run the same command again to resume"
-                )
+                stop(trainer, run, state, sig)
             if p.step % config.save_every == 0:
                 state.save(trainer)
             if trainer.spent:
