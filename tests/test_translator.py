@@ -412,4 +412,3 @@ def test_threads_must_be_a_positive_count(random_checkpoint, tiny_spm, capsys):
     with pytest.raises(SystemExit):
         translate_cli(random_checkpoint, tiny_spm, "--threads", "-1")
     assert "argument --threads: '-1': expected a positive integer" in capsys.readouterr().err
-

@@ -1,0 +1,211 @@
+"""A GPU slot as the device tool takes it: what each call carries, and the calls.
+
+    python benchmarks/gpu_slot.py prepare --mirror ../shared/data/multi30k
+
+builds .slot/ (git ignores it) here, where the package registry is reachable:
+- wheels/: mixnmt's own wheel, and the cp312 manylinux wheels of what mixnmt[workflow]
+  needs that the device's image lacks (benchmarks/device-image.txt), at the versions
+  installed here: never one the image has, so none shadows its torch or numpy;
+- <dataset>/: the dataset's pinned files, copied from --mirror and checked by sha256
+  (the device reaches no network);
+- COMMIT: the commit the wheel was built from (the device's copy has no .git).
+It checks that .slot and the tree that travels fit in the call's 64 MiB, then prints the
+`run` calls in order, one JSON object per line, each under 600 s: the facts, CUDA tests
+and speed benchmark, then the study in calls that resume one another on the warm machine.
+Each call writes what it made under $OUT (within the 8-file limit): facts, logs, and
+results-<experiment>.tar.gz, the results so far without checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from mixnmt import MixnmtError
+from mixnmt.config import load
+from mixnmt.files import sha256sum
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOT = ".slot"
+CARRY_LIMIT = 64 * 2**20
+"""What one call carries at most: the tree that travels and the carried paths."""
+CALL_MINUTES = 9.5
+"""One call's budget (the tool stops a command at 600 s)."""
+STUDY_CALLS = 2
+"""Study calls after the checks: three calls and a start fill a lease of about 30 minutes."""
+DEVICE = {
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+}
+"""The device's environment markers (its python3 is CPython 3.12.3 on x86-64 Linux)."""
+PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"]
+
+
+def image() -> set[str]:
+    """The packages of the device's image, by canonical name."""
+    lines = (ROOT / "benchmarks" / "device-image.txt").read_text().splitlines()
+    return {canonicalize_name(line) for line in lines if line and not line.startswith("#")}
+
+
+def needed(project: str = "mixnmt", extras: tuple[str, ...] = ("workflow",)) -> dict[str, str]:
+    """Every distribution `project[extras]` needs on the device, by name, at the version
+    installed here (which is what the tests here ran with)."""
+    pins: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()
+    todo = [(project, extra) for extra in ("", *extras)]
+    while todo:
+        name, extra = todo.pop()
+        if (canonicalize_name(name), extra) in seen:
+            continue
+        seen.add((canonicalize_name(name), extra))
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise MixnmtError(
+                f"{name}: needed on the device but not installed here; pip install -e '.[workflow]' first"
+            ) from None
+        pins[canonicalize_name(name)] = dist.version
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({**DEVICE, "extra": extra}):
+                todo += [(requirement.name, e) for e in ("", *requirement.extras)]
+    return pins
+
+
+def wheels(folder: Path, pins: dict[str, str]) -> list[Path]:
+    """mixnmt's wheel and the cp312 wheels of `pins`, downloaded into `folder`; a pin
+    published only as source is built here, and kept if its wheel is pure Python."""
+    folder.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as source:  # setuptools leaves build/ where it builds
+        for name in ("pyproject.toml", "README.md", "src"):
+            copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copyfile
+            copy(ROOT / name, Path(source) / name)
+        pip(["wheel", "--no-deps", "--no-build-isolation", "-w", folder, source])
+    download = ["download", "--no-deps", "--only-binary=:all:", "--implementation", "cp", "-d", folder]
+    download += ["--python-version", DEVICE["python_version"], *(f"--platform={p}" for p in PLATFORMS)]
+    left = dict(pins)
+    while left:
+        missing = pip([*download, *(f"{n}=={v}" for n, v in sorted(left.items()))], missing=True)
+        if missing is None:
+            break
+        name = canonicalize_name(missing.partition("==")[0])
+        built = pip(["wheel", "--no-deps", "-w", folder, f"{name}=={left.pop(name)}"], made=folder)
+        if not built.name.endswith("-py3-none-any.whl"):
+            raise MixnmtError(f"{name}: no cp312 wheel is published, and the one built here is {built.name}")
+    return sorted(folder.glob("*.whl"))
+
+
+def pip(args: list[str | Path], missing: bool = False, made: Path | None = None) -> Any:
+    """Run pip; with `missing`, the requirement it found no distribution for (None if it
+    succeeded); with `made`, the newest wheel in that folder."""
+    done = subprocess.run([sys.executable, "-m", "pip", "-q", *args], capture_output=True, text=True)
+    last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    if done.returncode != 0:
+        found = re.search(r"No matching distribution found for (\S+)", done.stderr)
+        if missing and found:
+            return found.group(1)
+        raise MixnmtError(f"pip {args[0]}: {last}")
+    if made:
+        return max(made.glob("*.whl"), key=lambda p: p.stat().st_mtime)
+    return None
+
+
+def data(config: dict, mirror: Path, folder: Path) -> list[Path]:
+    """The dataset's pinned files copied from `mirror` into `folder`, each checked."""
+    found = config["datasets"][config["dataset"]]
+    entries = [
+        e for files in (found["train"], found["valid"], *found["test"].values()) for e in files.values()
+    ]
+    folder.mkdir(parents=True)
+    for entry in entries:
+        source = mirror / entry["file"]
+        if not source.is_file() or sha256sum(source) != entry["sha256"]:
+            raise MixnmtError(
+                f"{source}: missing, or not the file the config pins (sha256 {entry['sha256']})"
+            )
+        shutil.copyfile(source, folder / entry["file"])
+    return [folder / e["file"] for e in entries]
+
+
+def travelling() -> int:
+    """Bytes of the tree that travels: tracked files and untracked ones git does not ignore."""
+    listed = subprocess.run(
+        ["git", "-C", ROOT, "ls-files", "-z", "-co", "--exclude-standard"], capture_output=True, check=True
+    ).stdout
+    return sum(
+        (ROOT / name).stat().st_size for name in listed.decode().split("\0") if (ROOT / name).is_file()
+    )
+
+
+def calls(overlays: list[str], settings: list[str]) -> list[dict]:
+    """The `run` calls of a slot, in order; each installs the wheels first."""
+    setup = (
+        "python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade "
+        f"--target /tmp/site {SLOT}/wheels/*.whl && export PYTHONPATH=/tmp/site "
+        f"PATH=/tmp/site/bin:$PATH MIXNMT_COMMIT=$(cat {SLOT}/COMMIT) PYTHONUNBUFFERED=1 || exit; "
+    )
+    session = f'python3 benchmarks/gpu_session.py --minutes {CALL_MINUTES} --out "$OUT" --steps'
+    study = f"{session} study" + (f" --configfile {shlex.join(overlays)}" if overlays else "")
+    study += f" --config {shlex.join(settings)}"
+    commands = [f"{session} tests speed", *[study] * STUDY_CALLS]
+    return [{"command": setup + c, "carry": [SLOT], "timeout_s": 600} for c in commands]
+
+
+def prepare(mirror: Path, overlays: list[str], slot: Path = ROOT / SLOT) -> list[dict]:
+    """Build `slot` (see the module's docstring); the calls to make."""
+    shutil.rmtree(slot, ignore_errors=True)
+    config = load(*overlays)
+    on_image = image()
+    pins = {n: v for n, v in needed().items() if n not in on_image and n != "mixnmt"}
+    built = wheels(slot / "wheels", pins)
+    shadowing = [w.name for w in built if canonicalize_name(parse_wheel_filename(w.name)[0]) in on_image]
+    if shadowing:
+        raise MixnmtError(f"{SLOT}/wheels: {', '.join(shadowing)} would shadow the image's own")
+    copied = data(config, mirror, slot / config["dataset"])
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True)
+    (slot / "COMMIT").write_text(commit.stdout.strip() + "\n")
+    for path in [*built, *copied]:
+        print(f"{path.stat().st_size / 2**20:7.2f} MiB  {path.relative_to(slot)}", file=sys.stderr)
+    total = travelling() + sum(p.stat().st_size for p in slot.rglob("*") if p.is_file())
+    print(f"{len(built)} wheels; the tree and {SLOT} {total / 2**20:.1f} MiB of 64", file=sys.stderr)
+    if total > CARRY_LIMIT:
+        raise MixnmtError(f"{SLOT}: a call would carry {total / 2**20:.1f} MiB, over 64 MiB")
+    return calls(overlays, [f"mirror={SLOT}/{config['dataset']}"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    ready = commands.add_parser("prepare", help=f"build {SLOT}/ and print the calls")
+    ready.add_argument("--mirror", type=Path, required=True, help="a folder with the dataset's files")
+    ready.add_argument("--configfile", nargs="*", default=[], help="overlays of the study's config")
+    a = parser.parse_args(argv)
+    try:
+        for call in prepare(a.mirror, a.configfile):
+            print(json.dumps(call))
+    except MixnmtError as e:
+        raise SystemExit(f"gpu_slot: {e}") from None
+
+
+if __name__ == "__main__":
+    main()
