@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from conftest import VARIANTS, decode_config, sequence_logprob, tiny_model
+from mixnmt.config import load
 from mixnmt.decode import beam_search
+from mixnmt.device import gpu_shares
 from mixnmt.models import REGISTRY, latent, resolve
 from mixnmt.symbols import BOS, EOS, PAD, UNK
 
@@ -99,3 +101,48 @@ def test_a_beam_as_wide_as_the_vocabulary_finds_the_best_two_token_output(name, 
     ((found,),) = beam_search(model, src, config)
     assert tuple(found.tokens) == max(scored, key=scored.get)
     assert found.score == pytest.approx(max(scored.values()), abs=1e-5)
+
+
+@pytest.mark.parametrize("name", LATENT)
+def test_the_memory_a_training_batch_holds_is_what_the_gpu_shares_count(name):
+    """Latent.held_bytes, by which a training job takes GPU shares (device.gpu_shares),
+    bounds the V-wide tensors its backward pass keeps, within 10%."""
+    vocab, b, s, t = 600, 4, 10, 12
+    _, hparams, model = tiny_model(name, vocab)
+    model.train()
+    kept = {}
+
+    def pack(x):
+        if x.dim() and x.shape[-1] == vocab:  # one count per storage, however many views
+            kept[x.untyped_storage().data_ptr()] = x.untyped_storage().nbytes()
+        return x
+
+    g = torch.Generator().manual_seed(0)
+    src, tgt = torch.randint(4, vocab, (b, s), generator=g), torch.randint(4, vocab, (b, t), generator=g)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        model(src, tgt)
+    held = latent.Latent.held_bytes(hparams, b * t, s, vocab)
+    assert sum(kept.values()) <= held <= 1.1 * sum(kept.values())
+
+
+def test_a_latent_training_takes_the_gpu_shares_its_widest_batch_needs(tmp_path):
+    """device.gpu_shares: the widest batch of the id files sets a latent model's shares of
+    the GPU (Snakemake's gpu_jobs); other models take one; never more than all."""
+    config = load()
+    entries = {name: resolve(name, entry) for name, entry in config["models"].items()}
+    by_candidates = {
+        h["candidates"]: n for n, (arch, h) in entries.items() if arch == ARCH and not h["top_k"]
+    }
+    source, both = by_candidates["source"], by_candidates["both"]
+    other = next(name for name, (arch, _) in entries.items() if arch != ARCH)
+    ids = [tmp_path / "train.en", tmp_path / "train.de"]
+    ids[0].write_text("5 6 7\n" + " ".join(["9"] * 48) + "\n")  # widest: 48 ids, +1 for EOS
+    ids[1].write_text("5 6\n8 9\n")
+    gib = 2**30
+    held = {name: latent.Latent.held_bytes(entries[name][1], 4096, 49, 8000) / gib for name in (source, both)}
+    assert 12 < held[source] < 13 and 27 < held[both] < 28  # fp32 logits at a Multi30k width
+    assert gpu_shares(config, source, ids, 80 * gib, 4) == 1  # 20 GiB a share
+    assert gpu_shares(config, both, ids, 80 * gib, 4) == 2
+    assert gpu_shares(config, both, ids, 80 * gib, 8) == 3
+    assert gpu_shares(config, both, ids, 16 * gib, 4) == 4  # all, at most
+    assert gpu_shares(config, other, ids, 16 * gib, 8) == 1

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import resource
 import sys
+from pathlib import Path
+from typing import Any
 
 import torch
+
+from mixnmt.models import REGISTRY, resolve
 
 
 def pick_device() -> torch.device:
@@ -26,3 +31,14 @@ def peak_memory_mb(device: torch.device) -> dict[str, float]:
     if device.type == "cuda":
         peak["cuda_mb"] = torch.cuda.max_memory_allocated(device) / (1 << 20)
     return peak
+
+
+def gpu_shares(config: dict[str, Any], model: str, ids: list[str | Path], memory: int, shares: int) -> int:
+    """How many of the `shares` equal shares of a GPU of `memory` bytes (Snakemake's
+    gpu_jobs) the training of `model` takes on the id files `ids`: one, or as many as its
+    widest batch holds beyond a model's usual (latent models' logits), all at most."""
+    arch, hyperparameters = resolve(model, config["models"][model])
+    width = 1 + max(len(line.split()) for path in ids for line in Path(path).open())  # +EOS, +BOS
+    tokens, vocab = config["train"]["max_tokens"], config["spm"]["vocab_size"]
+    need = REGISTRY[arch].held_bytes(hyperparameters, tokens, width, vocab)
+    return min(shares, max(1, math.ceil(need / (memory / shares))))

@@ -1,11 +1,12 @@
 """What the jobs ask of the machine: threads, GPUs, the shared GPU's slots, and the order
 of seeds."""
 
+import torch
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from mixnmt.config import cpu_notice
-from mixnmt.device import pick_device
+from mixnmt.device import gpu_shares, pick_device
 
 # The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
 # counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
@@ -38,6 +39,16 @@ def model_gpu(wildcards):
 def gpu_jobs(slots=1):
     """The local GPU's share a job that runs a model takes (resource gpu_jobs)."""
     return lambda wildcards: slots if workflow.local_exec and not NO_GPU else 0
+
+
+def train_gpu_jobs(wildcards, input):
+    """The local GPU's shares a training job takes of the gpu_jobs limit: one, or what
+    its memory needs (a latent model's widest batch), read once its id files exist."""
+    if not workflow.local_exec or NO_GPU:
+        return 0
+    shares = workflow.global_resources.get("gpu_jobs").value or 1
+    memory = torch.cuda.get_device_properties(0).total_memory
+    return gpu_shares(config, wildcards.model, input.train, memory, shares)
 
 
 def seed_priority(wildcards):

@@ -17,7 +17,7 @@ rule train:
     threads: model_threads(8)
     resources:
         gpu=model_gpu,
-        gpu_jobs=gpu_jobs(),
+        gpu_jobs=train_gpu_jobs,
         mem_mb=8000,
     params:
         entry=entry,

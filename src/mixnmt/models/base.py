@@ -60,6 +60,13 @@ class Seq2Seq(nn.Module, ABC):
             nn.init.normal_(embed.weight, std=d_model**-0.5)
             nn.init.zeros_(embed.weight[PAD])
 
+    @classmethod
+    def held_bytes(cls, hyperparameters: dict, tokens: int, width: int, vocab: int) -> int:
+        """GPU memory beyond a model's usual that a training batch of `tokens` padded
+        tokens, at most `width` wide, holds for its backward pass (the usual fits any share
+        of a GPU): none."""
+        return 0
+
     def compile_steps(self) -> None:
         """torch.compile, in place (checkpoints keep the plain keys), the per-step parts
         named by `compiled_steps` with dynamic batch and length, so that one graph

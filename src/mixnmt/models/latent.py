@@ -105,6 +105,15 @@ class Latent(Seq2Seq):
     def static_state(self) -> frozenset[str]:
         return frozenset({"h", "keys", "values", "mask"})
 
+    @classmethod
+    def held_bytes(cls, hyperparameters: dict, tokens: int, width: int, vocab: int) -> int:
+        """What the backward pass keeps of each step's mixing: the fp32 logits (B, n, V)
+        over its n candidates and their log-normalised copy, and the mixture's (B, V)
+        pair: 8·B·T·(n + 1)·V bytes, B·T <= `tokens` (tests/test_latent.py measures it)."""
+        h = hyperparameters
+        n = {"source": width, "learned": h["components"], "both": width + h["components"]}[h["candidates"]]
+        return 8 * tokens * ((min(h["top_k"], n) if h["top_k"] else n) + 1) * vocab
+
     def mixed(self, h: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """The candidates' states (B, N, 2H) and mask (B, N): the source's (B, S, 2H) with
         its padding mask, the learned vectors, or both."""
