@@ -575,3 +575,39 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert name in page, name
     for rule in ("train", "translate", "speed", "reliance", "report"):
         assert f'"rule": "{rule}"' in page or f'"rule":"{rule}"' in page, rule
+
+
+FAKE_GPU = """# A stand-in for a GPU of {memory} bytes: what the workflow asks of torch.cuda.
+import torch
+
+
+class Properties:
+    total_memory = {memory}
+
+
+torch.cuda.is_available = lambda: True
+torch.cuda.get_device_properties = lambda device=0: Properties()
+"""
+
+
+@pytest.mark.slow(seconds=25)
+def test_on_a_gpu_a_latent_training_takes_the_shares_its_memory_needs(workdir, tmp_path):
+    """Once the id files exist, a training job asks for its GPU shares (resource gpu_jobs):
+    on a GPU too small for a latent model's widest batch, all of them; others one."""
+    tinydata.write_corpus(workdir / "data" / "tiny-source")
+    tiny = str(ROOT / "tests" / "tiny.yaml")
+    assert snakemake(workdir, "--configfile", tiny, "--until", "spm_encode").returncode == 0
+    fake = tmp_path / "fake-gpu"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text(FAKE_GPU.format(memory=2**20))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(ROOT / "src")])}
+    command = [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", workdir, "-n"]
+    command += ["--cores", "2", "--resources", "gpu_jobs=4", "--configfile", tiny]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = re.findall(r"rule train:.*?wildcards: model=([\w-]+),.*?gpu_jobs=(\d+)", done.stdout, re.S)
+    shares = {model: int(n) for model, n in jobs}
+    entries = {name: resolve(name, TINY_MODELS.get(name)) for name in shares}
+    holding = {name for name, (arch, h) in entries.items() if REGISTRY[arch].held_bytes(h, 1, 1, 1)}
+    assert set(shares) == set(TINY["only"]) and holding  # the latent model
+    assert shares == {name: 4 if name in holding else 1 for name in shares}
