@@ -6,6 +6,7 @@ import pytest
 import sacrebleu
 
 from mixnmt import MixnmtError
+from mixnmt.cli import main
 from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, holm, loops, score, significance
 from mixnmt.files import sha256sum
 from mixnmt.provenance import code_version
@@ -289,3 +290,13 @@ def test_the_report_shows_the_contrast_table_under_readable_headers():
     assert cells[:6] == ["t0", "small", "big", "3", "0.80", "0.90"]
     assert cells[6:13] == ["6.00", "6.10", "+0.10", "-0.90 .. +1.10", "1.000", "undecided", "0.001 0.140"]
     assert cells[13:] == ["20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.007", "B better", "0.001 0.001"]
+
+
+def test_an_experiment_without_contrasts_gets_an_empty_contrast_file(tmp_path):
+    """analysis.contrasts: [] is a valid study: its rule passes --pairs and no translation
+    (the CLI refused both, so the run failed at its contrasts)."""
+    refs = write(tmp_path / "ref", REFS * 10)
+    output = tmp_path / "c.json"
+    argv = ["contrasts", "--testset", "t", "--references", str(refs), "--pairs", "--resamples", "10"]
+    assert main([*argv, "--margin", "0.5", "--runs", "{}", "--output", str(output)]) == 0
+    assert json.loads(output.read_text())["contrasts"] == []

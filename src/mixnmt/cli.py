@@ -458,7 +458,9 @@ def cmd_significance(a: argparse.Namespace) -> None:
 def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
-    s.add_argument("--pairs", type=_pair, nargs="+", required=True, metavar="A:B", help="the contrasts")
+    s.add_argument(
+        "--pairs", type=_pair, nargs="*", required=True, metavar="A:B", help="the contrasts (none: no rows)"
+    )
     _add_resamples(s)
     s.add_argument(
         "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
@@ -466,7 +468,11 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--output", type=Output, required=True, help="JSON")
     _add_runs(s)
     s.add_argument(
-        "translations", type=_run_path, nargs="+", metavar="MODEL/seedN=PATH", help="every run's translation"
+        "translations",
+        type=_run_path,
+        nargs="*",
+        metavar="MODEL/seedN=PATH",
+        help="every contrasted run's translation",
     )
 
 
