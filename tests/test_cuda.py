@@ -20,23 +20,19 @@ from conftest import (
     with_grus,
 )
 from mixnmt import determinism
-from mixnmt.models import build, resolve
+from mixnmt.batching import Batch
+from mixnmt.models import REGISTRY, build, resolve
+from mixnmt.models.attention import Attention
 from mixnmt.trainer import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 CUDA = torch.device("cuda")
 
 
-def one_entry_per_architecture() -> dict[str, dict]:
-    """The first config.yaml model of each architecture, at its config size."""
-    first = {}
-    for name, entry in CONFIG["models"].items():
-        first.setdefault(resolve(name, entry)[0], name)
-    return {name: CONFIG["models"][name] for name in first.values()}
-
-
-@pytest.mark.parametrize("name", one_entry_per_architecture())
-def test_every_architecture_takes_finite_bf16_steps_at_its_config_size(name):
+@pytest.mark.parametrize("name", CONFIG["models"])
+def test_every_model_takes_finite_bf16_steps_at_its_config_size(name):
+    """Every config.yaml entry, variants included (the gated cell's lerp once crashed under
+    autocast; tests/test_models.py emulates autocast's dtype rules on the CPU)."""
     arch, hparams = resolve(name, CONFIG["models"][name])
     vocab = CONFIG["spm"]["vocab_size"]
     trainer = Trainer(build(arch, hparams, vocab, vocab, True).to(CUDA), train_config(lr=1e-4), CUDA)
@@ -45,6 +41,34 @@ def test_every_architecture_takes_finite_bf16_steps_at_its_config_size(name):
         trainer.train_step(b)
     trainer.settle()  # raises NonFiniteLoss on a nan/inf loss or gradient norm
     assert trainer.progress.loss_sum > 0
+
+
+def peak_step_bytes(name: str, batch: Batch) -> int:
+    """The peak GPU memory of one bf16 training step of config.yaml's `name` on `batch`."""
+    arch, hparams = resolve(name, CONFIG["models"][name])
+    vocab = CONFIG["spm"]["vocab_size"]
+    trainer = Trainer(build(arch, hparams, vocab, vocab, True).to(CUDA), train_config(lr=1e-4), CUDA)
+    trainer.train_step(batch)  # the optimiser's state exists from here on
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    trainer.train_step(batch)
+    trainer.settle()
+    return torch.cuda.max_memory_allocated()
+
+
+def test_a_latent_step_holds_no_more_than_its_gpu_shares_count():
+    """What a latent model's training keeps beyond an attention model's, at config size on
+    one batch, is at most Seq2Seq.held_bytes (+25%): the GPU shares it takes
+    (device.gpu_shares) never undercount it."""
+    entries = {name: resolve(name, entry) for name, entry in CONFIG["models"].items()}
+    latent = next(n for n, (arch, h) in entries.items() if REGISTRY[arch].held_bytes(h, 1, 1, 1))
+    reference = next(n for n, (arch, _) in entries.items() if REGISTRY[arch] is Attention)
+    batch = synthetic_batches(CONFIG["spm"]["vocab_size"], 1)[0]  # 32 sentences of 5-30 tokens
+    arch, hparams = entries[latent]
+    tokens, width = batch.tgt_out.numel(), batch.src.size(1)
+    held = REGISTRY[arch].held_bytes(hparams, tokens, width, CONFIG["spm"]["vocab_size"])
+    extra = peak_step_bytes(latent, batch) - peak_step_bytes(reference, batch)
+    assert extra <= 1.25 * held, (extra / 2**20, held / 2**20)
 
 
 def train_strictly(name: str, steps: int = 5) -> dict[str, torch.Tensor]:
