@@ -155,14 +155,22 @@ def travelling() -> int:
     )
 
 
-def calls(overlays: list[str], settings: list[str]) -> list[dict]:
-    """The `run` calls of a slot, in order; each installs the wheels first."""
+SETUP_END = "|| exit; "
+"""Ends the part of each call that installs the wheels and sets the environment."""
+
+
+def calls(
+    overlays: list[str], settings: list[str], minutes: float = CALL_MINUTES, *options: str
+) -> list[dict]:
+    """The `run` calls of a slot, in order, each `minutes` long (gpu_session's `options`
+    too); each installs the wheels first."""
     setup = (
         "python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade "
         f"--target /tmp/site {SLOT}/wheels/*.whl && export PYTHONPATH=/tmp/site "
-        f"PATH=/tmp/site/bin:$PATH MIXNMT_COMMIT=$(cat {SLOT}/COMMIT) PYTHONUNBUFFERED=1 || exit; "
+        f"PATH=/tmp/site/bin:$PATH MIXNMT_COMMIT=$(cat {SLOT}/COMMIT) PYTHONUNBUFFERED=1 {SETUP_END}"
     )
-    session = f'python3 benchmarks/gpu_session.py --minutes {CALL_MINUTES} --out "$OUT" --steps'
+    session = shlex.join(["python3", "benchmarks/gpu_session.py", "--minutes", str(minutes), *options])
+    session += ' --out "$OUT" --steps'
     study = f"{session} study" + (f" --configfile {shlex.join(overlays)}" if overlays else "")
     study += f" --config {shlex.join(settings)}"
     commands = [f"{session} tests speed", *[study] * STUDY_CALLS]

@@ -14,9 +14,10 @@ from conftest import FAST, ROOT, TINY_MODELS, decode_config, tiny_model
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.cli import main
 from mixnmt.files import read_json, read_lines, sha256sum
+from mixnmt.models import REGISTRY, resolve
 from mixnmt.provenance import git_state
 from mixnmt.tokenize import Tokenizer
-from mixnmt.translator import Translator, decode_settings, translate_file
+from mixnmt.translator import Translator, decode_settings, pharaoh, translate_file
 
 
 def test_translate_writes_one_line_per_source_line(random_checkpoint, tiny_spm, tmp_path):
@@ -198,6 +199,71 @@ def test_alignments_hold_one_record_per_line(random_checkpoint, tiny_spm, tmp_pa
             len(record["source"]),
         )
         assert torch.tensor(weights).sum(-1) == pytest.approx(torch.ones(shape[:-1]), abs=1e-3)
+
+
+def test_pharaoh_links_each_target_word_to_the_source_word_of_most_weight():
+    """`pharaoh`: subword weights (a Transformer's averaged over layers and heads) to word
+    links "i-j" as whitespace splits source and translation; EOS on either side links nothing."""
+    record = {
+        "source": ["\u2581a", "\u2581ma", "n", "</s>"],  # words: a, man
+        "target": ["\u2581ein", "\u2581mann", "\u2581.", "</s>"],  # words: ein, mann, .
+        "axes": {"cross": ["layer", "head", "target", "source"]},
+        "weights": {
+            "cross": [
+                [[[0.9, 0.1, 0, 0], [0, 0.2, 0.7, 0.1], [0, 0, 0.1, 0.9], [0, 0, 0, 1]]],
+                [[[0.7, 0.3, 0, 0], [0, 0.6, 0.3, 0.1], [0, 0, 0.3, 0.7], [0, 0, 0, 1]]],
+            ]
+        },
+    }
+    # ein: a; mann: "n" (0.5) over "ma" (0.4), both of man; ".": EOS, no link
+    assert pharaoh(record, "cross") == "0-0 1-1"
+    assert pharaoh({"weights": {}}, "cross") == ""  # an empty line: never decoded
+
+
+def test_pharaoh_file_has_one_line_per_input_line(random_checkpoint, tiny_spm, tmp_path, monkeypatch):
+    """`--pharaoh FILE` beside `--alignments FILE`: the same best translations, one line of
+    links per input line, each within the words of its source and translation."""
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    monkeypatch.chdir(ROOT)
+    out, alignments, links = tmp_path / "out.txt", tmp_path / "alignments.jsonl", tmp_path / "links.txt"
+    options = [str(tmp_path / "in.txt"), str(out), "--alignments", str(alignments), "--pharaoh", str(links)]
+    assert translate_cli(random_checkpoint, tiny_spm, *options) == 0
+    records = [json.loads(line) for line in read_lines(alignments)]
+    (name,) = records[0]["weights"]
+    assert read_lines(links) == [pharaoh(record, name) for record in records]
+    for line, sentence, translation in zip(read_lines(links), SENTENCES, read_lines(out)):
+        pairs = [tuple(map(int, pair.split("-"))) for pair in line.split()]
+        assert all(i < len(sentence.split()) and j < len(translation.split()) for i, j in pairs)
+    assert read_lines(links)[1] == ""
+
+
+def test_pharaoh_of_a_model_without_alignment_is_refused_before_decoding(tiny_spm, tmp_path, capsys):
+    """A model whose weights are not over source positions cannot align: one line, no file."""
+    tok = Tokenizer(tiny_spm)
+    record = checkpoint.vocab_record(tok)
+    name = next(n for n in TINY_MODELS if REGISTRY[resolve(n, TINY_MODELS[n])[0]].alignment is None)
+    arch, hparams, model = tiny_model(name, len(tok), dropout=0.0)
+    path = tmp_path / "model.pt"
+    checkpoint.save(path, name, arch, hparams, model, {"src": record, "tgt": record, "shared": True})
+    (tmp_path / "in.txt").write_text("a dog runs .\n")
+    settings = [
+        "--beam",
+        "2",
+        "--length-penalty",
+        "1",
+        "--max-len-a",
+        "1",
+        "--max-len-b",
+        "5",
+        "--batch-size",
+        "2",
+    ]
+    links, out = tmp_path / "links.txt", tmp_path / "out.txt"
+    options = [str(tmp_path / "in.txt"), str(out), "--pharaoh", str(links), *settings]
+    assert translate_cli(path, tiny_spm, *options) == 1
+    said = capsys.readouterr().err
+    assert f"{links}: the model of {path} ({type(model).__name__}) has no weights over source" in said
+    assert not links.exists() and not out.exists()
 
 
 def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, monkeypatch, capsys):

@@ -359,6 +359,14 @@ def translate_arguments(s: argparse.ArgumentParser) -> None:
         "record per input line: index, score, source and target subwords, axes, weights",
     )
     s.add_argument(
+        "--pharaoh",
+        type=Output,
+        metavar="FILE",
+        help="write the best translation's word alignment, one line per input line of i-j pairs "
+        "(source word i, target word j, from 0, as whitespace splits them), as fast_align writes "
+        "them: each target subword linked to the source subword of most attention weight",
+    )
+    s.add_argument(
         "--manifest", type=Output, help="what made the translation: code version, inputs, settings (JSON)"
     )
     s.add_argument("input", type=Path, nargs="?", help="source ids, or text with --text (- or none: stdin)")
@@ -398,7 +406,7 @@ def cmd_translate(a: argparse.Namespace) -> None:
     translator = Translator(_loaded(a), config)
     name, device = translator.inference.name or a.checkpoint, translator.inference.device
     log.info("%s on %s, beam %d, loaded in %.1f s", name, device, config.beam, time.perf_counter() - start)
-    written = Output(a.nbest, a.alignments)
+    written = Output(a.nbest, a.alignments, a.pharaoh)
     if a.text:
         source, output = (None if path in stdio else path for path in (a.input, a.output))
         translate_text(translator, source, output, written)

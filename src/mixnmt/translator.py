@@ -8,16 +8,17 @@
 `translate_file` is what the workflow runs (a file of source ids, from `mixnmt spm-encode`);
 `mixnmt translate --text` reads raw text from a file or standard input. Either writes the
 best translation of each line or, with `Output.nbest`, the n best with their scores, and
-with `Output.alignments` the best one's attention weights or responsibilities (JSON lines).
+with `Output.alignments` the best one's attention weights or responsibilities (JSON lines),
+with `Output.pharaoh` its word alignment (`i-j` pairs).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import math
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -25,7 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
+
 from mixnmt import MixnmtError, checkpoint
+from mixnmt.alignment import word_links, words
 from mixnmt.batching import read_ids
 from mixnmt.config import CONFIG, config_section
 from mixnmt.config import load as load_config
@@ -33,6 +37,7 @@ from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, Hypothesis, search
 from mixnmt.files import read_bounded, read_lines, sha256sum, split_lines, write_json, write_lines
 from mixnmt.manifest import manifest
+from mixnmt.models import REGISTRY
 from mixnmt.weights import sentence_weights
 
 log = logging.getLogger(__name__)
@@ -116,29 +121,43 @@ class Translator:
 class Output:
     """What `mixnmt translate` writes for each source line, numbered from 0: its best
     translation; or with `nbest`, its `nbest` best as INDEX<TAB>SCORE<TAB>TRANSLATION lines
-    (SCORE: what beam search ranks by, `decode.Hypothesis`); and with `alignments`, a file
-    of one JSON record per source: the best translation's index, score, source and target
-    subwords, and the model's analysis weights along them with their axes."""
+    (SCORE: what beam search ranks by, `decode.Hypothesis`); with `alignments`, a file of
+    one JSON record per source: the best translation's index, score, source and target
+    subwords, and the model's analysis weights along them with their axes; with
+    `pharaoh`, a file of the best translation's word alignment per source (`pharaoh`)."""
 
     nbest: int | None = None
     alignments: Path | None = None
+    pharaoh: Path | None = None
+
+    def check(self, translator: Translator) -> None:
+        """Refuse, before any decoding, a Pharaoh file of a model that has no alignment."""
+        model = translator.inference.model
+        if self.pharaoh is not None and model.alignment is None:
+            aligning = ", ".join(arch for arch, cls in REGISTRY.items() if cls.alignment)
+            raise MixnmtError(
+                f"{self.pharaoh}: the model of {translator.inference.files[0]} ({type(model).__name__}) "
+                f"has no weights over source positions to align with; these architectures have: {aligning}"
+            )
 
     def render(
         self, translator: Translator, sources: list[list[int]], first: int = 0
-    ) -> tuple[list[str], list[str]]:
-        """The output lines and alignment records (JSON) of `sources` (ids), the first
-        numbered `first`."""
+    ) -> tuple[list[str], dict[Path, list[str]]]:
+        """The output lines of `sources` (ids), the first numbered `first`, and the lines
+        of each side file (alignment records, Pharaoh links) by path."""
         found = translator.search(sources, self.nbest or 1)
         texts = iter(translator.detokenise([h for hyps in found for h in hyps]))  # in one call
-        lines, records = [], []
+        lines, side = [], {path: [] for path in (self.alignments, self.pharaoh) if path is not None}
         for index, (source, hyps) in enumerate(zip(sources, found), start=first):
             scored = [(h, next(texts)) for h in hyps]
             lines += [f"{index}\t{h.score:.4f}\t{t}" for h, t in scored] if self.nbest else [scored[0][1]]
-            if self.alignments is not None:
-                records.append(
-                    json.dumps(self._record(translator, index, source, hyps[0]), ensure_ascii=False)
-                )
-        return lines, records
+            if side:
+                record = self._record(translator, index, source, hyps[0])
+                if self.alignments is not None:
+                    side[self.alignments].append(json.dumps(record, ensure_ascii=False))
+                if self.pharaoh is not None:
+                    side[self.pharaoh].append(pharaoh(record, translator.inference.model.alignment))
+        return lines, side
 
     @staticmethod
     def _record(translator: Translator, index: int, source: list[int], best: Hypothesis) -> dict:
@@ -157,14 +176,27 @@ class Output:
 
     def write(self, translator: Translator, sources: list[list[int]], output: Path | None) -> None:
         """Render `sources` and write them to `output` (None: standard output) and the
-        alignments file, each whole or not at all."""
-        lines, records = self.render(translator, sources)
-        if self.alignments is not None:
-            write_lines(self.alignments, records)
+        side files, each whole or not at all."""
+        lines, side = self.render(translator, sources)
+        for path, side_lines in side.items():
+            write_lines(path, side_lines)
         if output is None:
             sys.stdout.write("".join(f"{line}\n" for line in lines))
         else:
             write_lines(output, lines)
+
+
+def pharaoh(record: dict, name: str) -> str:
+    """The word alignment "i-j" (source word i, target word j, from 0, as whitespace splits
+    the source line and its translation) of an alignment record: each target subword
+    linked to the source subword that weights `name` favour (averaged over a Transformer's
+    layers and heads), EOS left out, as fast_align and fairseq write them."""
+    if not record["weights"]:
+        return ""
+    weights = np.asarray(record["weights"][name], dtype=float)
+    weights = weights.reshape(-1, *weights.shape[-2:]).mean(0)  # (target, source)
+    links = word_links(weights, words(record["source"]), words(record["target"]))
+    return " ".join(f"{i}-{j}" for i, j in sorted(links))
 
 
 def translate_file(
@@ -178,6 +210,7 @@ def translate_file(
     `written` asks for n-best lists, and write to `record` (if given) what made it: code
     version, the run (`mixnmt.runs`), inputs and the output's sha256, settings, time."""
     loaded, config = translator.inference, translator.config
+    written.check(translator)
     sources = read_ids(source_ids, len(loaded.source))
     start = time.perf_counter()
     written.write(translator, sources, output)
@@ -236,13 +269,18 @@ def translate_text(
     encode = translator.inference.source.encode
     if source is None and sys.stdin is None:
         raise MixnmtError("standard input is closed: give the text as INPUT")
+    written.check(translator)
     if source is None and sys.stdin.isatty():
-        with open(written.alignments or os.devnull, "w", encoding="utf-8") as alignments:
+        with contextlib.ExitStack() as files:
+            opened = {}
             for index, line in enumerate(_typed_lines(sys.stdin)):
-                lines, records = written.render(translator, encode([normalise(line)]), index)
+                lines, side = written.render(translator, encode([normalise(line)]), index)
                 print("\n".join(lines), flush=True)
-                alignments.writelines(f"{r}\n" for r in records)
-                alignments.flush()
+                for path, side_lines in side.items():
+                    if path not in opened:
+                        opened[path] = files.enter_context(open(path, "w", encoding="utf-8"))
+                    opened[path].writelines(f"{line}\n" for line in side_lines)
+                    opened[path].flush()
         return
     if source is None:
         lines = _checked(split_lines(read_bounded(sys.stdin.buffer, STDIN, MAX_BYTES), STDIN), STDIN)

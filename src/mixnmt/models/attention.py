@@ -21,6 +21,7 @@ from mixnmt.symbols import PAD
 
 class Attention(Seq2Seq):
     analysis_axes = {"alignment": ("target", "source")}
+    alignment = "alignment"
     compiled_steps = ("advance",)
 
     def __init__(

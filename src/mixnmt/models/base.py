@@ -47,6 +47,10 @@ class Seq2Seq(nn.Module, ABC):
     """The submodules (or methods) that one decoding step runs, for `compile_steps`; none
     for models without a recurrence, which are compiled whole."""
 
+    alignment: str | None = None
+    """The analysis weights (their last axes target x source) that align a translation
+    with its source (`mixnmt translate --pharaoh`); None for a model without them."""
+
     learned_components = 0
     """On a "component" axis: candidate 0 is "stay", the next `learned_components` are
     learned components, and any further ones are source positions."""

@@ -66,6 +66,7 @@ def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) ->
 
 class Latent(Seq2Seq):
     analysis_axes = {"prior": ("target", "source"), "posterior": ("target", "source")}
+    alignment = "posterior"  # q_tj: the position that best predicts the word written
     compiled_steps = ("advance",)
     # with learned candidates the weights' last axis is "candidate": the source positions
     # (`both`), then the K learned vectors
@@ -89,6 +90,7 @@ class Latent(Seq2Seq):
         if candidates != "source":  # K learned vectors m_k where the source has h_j (K: `components`)
             self.memory = nn.Parameter(torch.randn(components, 2 * hidden) * (2 * hidden) ** -0.5)
             self.analysis_axes = {name: ("target", "candidate") for name in Latent.analysis_axes}
+            self.alignment = None  # the candidates are not (only) source positions
         self.encoder = BiGRU(d_model, hidden)
         # s_0 = tanh(W_s h_bwd_1); with learned candidates only, tanh(W_s [h_fwd_S ; h_bwd_1])
         self.init = nn.Linear(hidden * (2 if candidates == "learned" else 1), hidden)

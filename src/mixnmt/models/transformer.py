@@ -140,6 +140,7 @@ class DecoderLayer(nn.Module):
 
 class Transformer(Seq2Seq):
     analysis_axes = {"cross_attention": ("layer", "head", "target", "source")}
+    alignment = "cross_attention"  # averaged over layers and heads
 
     def __init__(
         self,
