@@ -387,10 +387,16 @@ def test_cli_at_a_terminal_answers_each_line_as_typed(
         "search",
         lambda self, sources, nbest=1: asked.append(len(sources)) or search(self, sources, nbest),
     )
-    alignments = tmp_path / "alignments.jsonl"
-    assert translate_cli(random_checkpoint, tiny_spm, "--alignments", str(alignments)) == 0
+    alignments, links, precious = tmp_path / "alignments.jsonl", tmp_path / "links.txt", tmp_path / "keep"
+    precious.write_text("keep me\n")
+    alignments.symlink_to(precious)  # replaced by the file, never written through
+    options = ["--alignments", str(alignments), "--pharaoh", str(links)]
+    assert translate_cli(random_checkpoint, tiny_spm, *options) == 0
     assert asked == [1] * len(SENTENCES)  # one sentence at a time
-    assert [json.loads(line)["index"] for line in read_lines(alignments)] == [0, 1, 2, 3]
+    assert precious.read_text() == "keep me\n" and not alignments.is_symlink()
+    records = [json.loads(line) for line in read_lines(alignments)]
+    assert [r["index"] for r in records] == [0, 1, 2, 3]
+    assert read_lines(links) == [pharaoh(r, next(iter(records[0]["weights"]))) for r in records]
     expected = Translator.load(random_checkpoint, tiny_spm, decode_config()).translate(SENTENCES)
     assert capsys.readouterr().out == "".join(f"{line}\n" for line in expected)
 

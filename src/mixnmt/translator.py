@@ -278,7 +278,8 @@ def translate_text(
                 print("\n".join(lines), flush=True)
                 for path, side_lines in side.items():
                     if path not in opened:
-                        opened[path] = files.enter_context(open(path, "w", encoding="utf-8"))
+                        path.unlink(missing_ok=True)  # a link is replaced, as atomic writes do
+                        opened[path] = files.enter_context(open(path, "x", encoding="utf-8"))
                     opened[path].writelines(f"{line}\n" for line in side_lines)
                     opened[path].flush()
         return
