@@ -9,7 +9,8 @@ In order, each step's output under --out (and summarised on stdout):
 2. cuda-tests.log: tests/test_cuda.py (skipped, saying why, without a GPU).
 3. determinism.json: the tiny experiment's training trained twice (`--until train`),
    every checkpoint's sha256 compared.
-4. speed.json / speed.log: benchmarks/speed.py on the device, with 1, N and 2N processes
+4. speed.json / speed.log: benchmarks/speed.py on the device (one model per architecture,
+   rows kept as they finish), then with 1, N and 2N processes
    sharing it; N for the study is the one with the most tokens/s (or --jobs).
 5. study.log: `snakemake --resources gpu_jobs=N` (seed 1 of every model first, by the
    rules' priorities) until the deadline. Then every job gets SIGINT, as from Ctrl-C
@@ -46,6 +47,7 @@ import yaml
 from mixnmt import MixnmtError
 from mixnmt.config import SCHEMA, read, schema
 from mixnmt.files import sha256sum
+from mixnmt.models import architecture
 from mixnmt.paths import CHECKPOINTS, STATES, Layout
 from mixnmt.provenance import code_version
 
@@ -183,6 +185,11 @@ def measure(out: Path, device: str, deadline: float, quick: bool, jobs: int | No
         tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
         command += ["--models", *tiny["only"][:1], "--steps", "3", "--seconds", "1", "--max-tokens", "512"]
         command += ["--no-references"]
+    else:  # within the step's 300 s: one model of each architecture, then the sharing runs
+        first: dict[str, str] = {}
+        for name, entry in read(ROOT / "config.yaml")["models"].items():
+            first.setdefault(architecture(name, entry), name)
+        command += ["--models", *first.values(), "--no-references"]
     if run_until(command, deadline, out / "speed.log") != 0 or not (out / "speed.json").exists():
         return jobs or 4
     shared = json.loads((out / "speed.json").read_text())["shared"]
