@@ -4,10 +4,14 @@ the calls, as the device tool takes them."""
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -15,8 +19,9 @@ import pytest
 import yaml
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from conftest import ROOT
+from conftest import FAST, ROOT
 from mixnmt import MixnmtError
+from mixnmt.verify import verify
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import gpu_slot  # noqa: E402
@@ -77,3 +82,68 @@ def test_a_mirror_file_that_is_not_the_pinned_one_is_named(tiny_source, tmp_path
         MixnmtError, match=r"mirror/valid\.de: missing, or not the file the config pins \(sha"
     ):
         gpu_slot.data(gpu_slot.load(TINY), mirror, tmp_path / "copy")
+
+
+def limits_broken(out: Path) -> list[str]:
+    """What under `out` the device tool would not bring back: more than 8 files, a file
+    over 16 MiB, one more than 2 folders down, a name of other characters."""
+    files = [p for p in out.rglob("*") if p.is_file()]
+    broken = [f"{len(files)} files"] if len(files) > 8 else []
+    for path in files:
+        relative = path.relative_to(out)
+        if path.stat().st_size > 16 * 2**20 or len(relative.parts) > 3:
+            broken.append(f"{relative}: too big or too deep")
+        broken += [f"{relative}: name" for part in relative.parts if not re.fullmatch(r"[\w.-]+", part)]
+    return broken
+
+
+@pytest.mark.slow(seconds=240)
+def test_the_slot_dry_runs_call_by_call_and_what_comes_back_verifies(tiny_source, tmp_path, monkeypatch):
+    """The slot's calls as the device would run them, a copy of the tree for its working
+    tree and the CPU for its GPU, each call's minutes scaled down (the quick checks, one
+    tiny model, 20 steps): each call ends in time, what it leaves under $OUT comes back
+    within the tool's limits, and the results that come back pass the verification."""
+    tree = tmp_path / "tree"
+    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "-co", "--exclude-standard"], capture_output=True)
+    for name in listed.stdout.decode().splitlines():
+        if (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / name, tree / name)
+    (tree / "short.yaml").write_text(
+        f"only: [{FAST}]\nanalysis: {{baseline: {FAST}, contrasts: []}}\nmax_steps: 20\n"
+    )
+    slot = tree / gpu_slot.SLOT
+    gpu_slot.data(gpu_slot.load(TINY), tiny_source, slot / "tiny")
+    (slot / "COMMIT").write_text("0" * 40 + "\n")
+    bin_ = tmp_path / "bin"  # the device's python3, with the packages the wheels would bring
+    bin_.mkdir()
+    (bin_ / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_ / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(tree / "src")}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    overlays, said = ["tests/tiny.yaml", "short.yaml"], []
+    for number, call in enumerate(
+        gpu_slot.calls(overlays, ["mirror=.slot/tiny"], 3, "--quick", "--grace", "15")
+    ):
+        out = tmp_path / f"out{number}"
+        out.mkdir()
+        command = (
+            "export MIXNMT_COMMIT=$(cat .slot/COMMIT); " + call["command"].split(gpu_slot.SETUP_END, 1)[1]
+        )
+        start = time.monotonic()
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=tree, env={**env, "OUT": str(out)}, capture_output=True
+        )
+        assert time.monotonic() - start < call["timeout_s"], command
+        assert limits_broken(out) == [], command
+        said.append(done.stdout.decode() + done.stderr.decode())
+        assert (out / "facts.json").exists(), said[-1]
+        assert json.loads((out / "facts.json").read_text())["commit"] == "0" * 40
+    assert done.returncode == 0 and "CUDA tests: passed" in said[0] and "jobs per GPU" in said[1], said
+    assert "study: exit 0 (finished)" in said[-1], said  # the study done by the last call
+    published = tmp_path / "published"
+    with tarfile.open(out / "results-tiny.tar.gz") as tar:
+        tar.extractall(published, filter="data")
+    monkeypatch.chdir(tree)
+    overlays = [tree / o for o in overlays]
+    assert verify(published / "tiny", overlays, quick=False, data=tiny_source).breaks == []

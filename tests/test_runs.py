@@ -120,6 +120,17 @@ def test_a_file_that_records_no_run_is_refused_as_an_old_format(tmp_path, name):
     refuse_foreign([path], None)  # nothing expected: nothing checked
 
 
+def test_a_file_of_no_runs_is_not_an_old_format(tmp_path):
+    """The contrasts of an experiment without contrasts record the runs they read: none.
+    The table job refused them as an old format, so such an experiment failed there."""
+    path = tmp_path / "contrasts.json"
+    path.write_text(json.dumps({"contrasts": [], "runs": {}}))
+    assert records(path) == []
+    refuse_foreign([path], {f"{MODEL}/seed1": "a" * 16})
+    path.write_text(json.dumps({"contrasts": []}))
+    assert records(path) is None
+
+
 def test_a_translation_changed_after_its_record_is_refused(tmp_path):
     text, record = tmp_path / "t.txt", tmp_path / "t.json"
     text.write_text("ein Hund\n")

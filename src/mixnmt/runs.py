@@ -119,8 +119,8 @@ def records(path: str | Path) -> list[dict[str, Any]] | None:
         if isinstance(payload.get("run"), dict):
             return [payload["run"]]
         runs = payload.get("runs")
-        if isinstance(runs, dict) and runs and all(isinstance(r, dict) for r in runs.values()):
-            return list(runs.values())
+        if isinstance(runs, dict) and all(isinstance(r, dict) for r in runs.values()):
+            return list(runs.values())  # none: a file of no runs (an experiment without contrasts)
         return None
     table = read_table(path)
     if not set(IDENTITY) <= set(table.columns):
