@@ -165,25 +165,3 @@ def test_the_determinism_check_trains_anew_over_an_earlier_sessions_checkpoints(
     monkeypatch.setattr(gpu_session, "run_until", lambda command, *_: seen.append(stale.exists()) or 1)
     verdict = gpu_session.determinism(tmp_path, tmp_path, time.time() + 60, quick=True)
     assert verdict["verdict"] == "failed" and seen == [False]
-
-
-@pytest.mark.slow(seconds=40)
-def test_a_call_of_some_steps_runs_those_and_keeps_the_jobs_for_a_later_study(tmp_path):
-    """One device call per step or two (benchmarks/gpu_slot.py): the speed step's choice of
-    jobs per GPU stays under results/ for the study of a later call."""
-    work, out = tmp_path / "work", tmp_path / "out"
-    work.mkdir()
-    shutil.copy(ROOT / "config.yaml", work / "config.yaml")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "CUDA_VISIBLE_DEVICES": ""}
-    command = [sys.executable, ROOT / "benchmarks" / "gpu_session.py", "--quick", "--minutes", "5"]
-    command += ["--steps", "tests", "speed", "--out", out, "--directory", work]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(p.name for p in out.iterdir()) == [
-        "cuda-tests.log",
-        "facts.json",
-        "speed.json",
-        "speed.log",
-    ]
-    assert "study" not in done.stdout
-    assert json.loads((work / "results" / gpu_session.SPEED).read_text())["jobs"] in (1, 2)

@@ -24,6 +24,7 @@ from mixnmt import MixnmtError
 from mixnmt.verify import verify
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import gpu_session  # noqa: E402
 import gpu_slot  # noqa: E402
 
 TINY = str(ROOT / "tests" / "tiny.yaml")
@@ -136,6 +137,14 @@ def test_the_slot_dry_runs_call_by_call_and_what_comes_back_verifies(tiny_source
         )
         assert time.monotonic() - start < call["timeout_s"], command
         assert limits_broken(out) == [], command
+        if number == 0:  # the checks and the speed step, no study; their jobs per GPU kept
+            assert sorted(p.name for p in out.iterdir()) == [
+                "cuda-tests.log",
+                "facts.json",
+                "speed.json",
+                "speed.log",
+            ]
+            assert json.loads((tree / "results" / gpu_session.SPEED).read_text())["jobs"] in (1, 2)
         said.append(done.stdout.decode() + done.stderr.decode())
         assert (out / "facts.json").exists(), said[-1]
         assert json.loads((out / "facts.json").read_text())["commit"] == "0" * 40
