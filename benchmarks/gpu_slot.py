@@ -28,7 +28,6 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -98,34 +97,39 @@ def wheels(folder: Path, pins: dict[str, str]) -> list[Path]:
         for name in ("pyproject.toml", "README.md", "src"):
             copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copyfile
             copy(ROOT / name, Path(source) / name)
-        pip(["wheel", "--no-deps", "--no-build-isolation", "-w", folder, source])
-    download = ["download", "--no-deps", "--only-binary=:all:", "--implementation", "cp", "-d", folder]
-    download += ["--python-version", DEVICE["python_version"], *(f"--platform={p}" for p in PLATFORMS)]
+        checked(pip("wheel", "--no-deps", "--no-build-isolation", "-w", folder, source))
     left = dict(pins)
     while left:
-        missing = pip([*download, *(f"{n}=={v}" for n, v in sorted(left.items()))], missing=True)
-        if missing is None:
+        done = pip(*download(folder), *(f"{n}=={v}" for n, v in sorted(left.items())))
+        if done.returncode == 0:
             break
-        name = canonicalize_name(missing.partition("==")[0])
-        built = pip(["wheel", "--no-deps", "-w", folder, f"{name}=={left.pop(name)}"], made=folder)
+        missing = re.search(r"No matching distribution found for ([^=\s]+)", done.stderr)
+        if not missing:
+            checked(done)  # failed for another reason
+        name = canonicalize_name(missing.group(1))
+        before = set(folder.glob("*.whl"))
+        checked(pip("wheel", "--no-deps", "-w", folder, f"{name}=={left.pop(name)}"))
+        (built,) = set(folder.glob("*.whl")) - before
         if not built.name.endswith("-py3-none-any.whl"):
             raise MixnmtError(f"{name}: no cp312 wheel is published, and the one built here is {built.name}")
     return sorted(folder.glob("*.whl"))
 
 
-def pip(args: list[str | Path], missing: bool = False, made: Path | None = None) -> Any:
-    """Run pip; with `missing`, the requirement it found no distribution for (None if it
-    succeeded); with `made`, the newest wheel in that folder."""
-    done = subprocess.run([sys.executable, "-m", "pip", "-q", *args], capture_output=True, text=True)
-    last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+def download(folder: Path) -> list[str | Path]:
+    """pip's arguments that download, into `folder`, the device's wheels of what follows."""
+    options = ["download", "--no-deps", "--only-binary=:all:", "--implementation", "cp", "-d", folder]
+    return [*options, "--python-version", DEVICE["python_version"], *(f"--platform={p}" for p in PLATFORMS)]
+
+
+def pip(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", "-q", *args], capture_output=True, text=True)
+
+
+def checked(done: subprocess.CompletedProcess) -> None:
+    """An error with pip's last line, if it failed."""
     if done.returncode != 0:
-        found = re.search(r"No matching distribution found for (\S+)", done.stderr)
-        if missing and found:
-            return found.group(1)
-        raise MixnmtError(f"pip {args[0]}: {last}")
-    if made:
-        return max(made.glob("*.whl"), key=lambda p: p.stat().st_mtime)
-    return None
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise MixnmtError(f"pip {done.args[4]}: {last}")
 
 
 def data(config: dict, mirror: Path, folder: Path) -> list[Path]:
@@ -145,14 +149,13 @@ def data(config: dict, mirror: Path, folder: Path) -> list[Path]:
     return [folder / e["file"] for e in entries]
 
 
-def travelling() -> int:
-    """Bytes of the tree that travels: tracked files and untracked ones git does not ignore."""
+def travelling() -> list[str]:
+    """The files of the tree that travel (relative to ROOT): tracked ones and untracked
+    ones git does not ignore."""
     listed = subprocess.run(
         ["git", "-C", ROOT, "ls-files", "-z", "-co", "--exclude-standard"], capture_output=True, check=True
-    ).stdout
-    return sum(
-        (ROOT / name).stat().st_size for name in listed.decode().split("\0") if (ROOT / name).is_file()
-    )
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if (ROOT / name).is_file()]
 
 
 SETUP_END = "|| exit; "
@@ -192,7 +195,8 @@ def prepare(mirror: Path, overlays: list[str], slot: Path = ROOT / SLOT) -> list
     (slot / "COMMIT").write_text(commit.stdout.strip() + "\n")
     for path in [*built, *copied]:
         print(f"{path.stat().st_size / 2**20:7.2f} MiB  {path.relative_to(slot)}", file=sys.stderr)
-    total = travelling() + sum(p.stat().st_size for p in slot.rglob("*") if p.is_file())
+    files = [ROOT / name for name in travelling()] + [p for p in slot.rglob("*") if p.is_file()]
+    total = sum(path.stat().st_size for path in files)
     print(f"{len(built)} wheels; the tree and {SLOT} {total / 2**20:.1f} MiB of 64", file=sys.stderr)
     if total > CARRY_LIMIT:
         raise MixnmtError(f"{SLOT}: a call would carry {total / 2**20:.1f} MiB, over 64 MiB")

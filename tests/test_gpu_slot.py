@@ -32,11 +32,7 @@ TINY = str(ROOT / "tests" / "tiny.yaml")
 
 def unreachable(folder: Path) -> str | None:
     """Why pip cannot fetch a device wheel here (no index reachable), or None if it can."""
-    probe = [sys.executable, "-m", "pip", "-q", "download", "--no-deps", "--only-binary=:all:", "-d", folder]
-    probe += ["--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux2014_x86_64"]
-    done = subprocess.run(
-        [*probe, f"jsonschema=={metadata.version('jsonschema')}"], capture_output=True, text=True
-    )
+    done = gpu_slot.pip(*gpu_slot.download(folder), f"jsonschema=={metadata.version('jsonschema')}")
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["pip failed"])[-1]
 
 
@@ -60,8 +56,8 @@ def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(tiny_source, 
             copied = (slot / "tiny" / entry["file"]).read_bytes()
             assert hashlib.sha256(copied).hexdigest() == entry["sha256"]
     assert re.fullmatch(r"[0-9a-f]{40}\n", (slot / "COMMIT").read_text())
-    carried = sum(p.stat().st_size for p in slot.rglob("*") if p.is_file())
-    assert gpu_slot.travelling() + carried <= gpu_slot.CARRY_LIMIT
+    carried = [ROOT / name for name in gpu_slot.travelling()] + [p for p in slot.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in carried) <= gpu_slot.CARRY_LIMIT
     assert "MiB of 64" in capsys.readouterr().err
 
     assert [re.search(r"--steps ([a-z ]+)", c["command"]).group(1).split()[:2] for c in calls] == [
@@ -105,11 +101,9 @@ def test_the_slot_dry_runs_call_by_call_and_what_comes_back_verifies(tiny_source
     tiny model, 20 steps): each call ends in time, what it leaves under $OUT comes back
     within the tool's limits, and the results that come back pass the verification."""
     tree = tmp_path / "tree"
-    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "-co", "--exclude-standard"], capture_output=True)
-    for name in listed.stdout.decode().splitlines():
-        if (ROOT / name).is_file():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(ROOT / name, tree / name)
+    for name in gpu_slot.travelling():  # what the device tool sends
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tree / name)
     (tree / "short.yaml").write_text(
         f"only: [{FAST}]\nanalysis: {{baseline: {FAST}, contrasts: []}}\nmax_steps: 20\n"
     )

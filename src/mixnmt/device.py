@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import resource
 import sys
@@ -38,7 +39,14 @@ def gpu_shares(config: dict[str, Any], model: str, ids: list[str | Path], memory
     gpu_jobs) the training of `model` takes on the id files `ids`: one, or as many as its
     widest batch holds beyond a model's usual (latent models' logits), all at most."""
     arch, hyperparameters = resolve(model, config["models"][model])
-    width = 1 + max(len(line.split()) for path in ids for line in Path(path).open())  # +EOS, +BOS
+    width = widest(tuple(map(str, ids)))
     tokens, vocab = config["train"]["max_tokens"], config["spm"]["vocab_size"]
     need = REGISTRY[arch].held_bytes(hyperparameters, tokens, width, vocab)
     return min(shares, max(1, math.ceil(need / (memory / shares))))
+
+
+@functools.cache
+def widest(ids: tuple[str, ...]) -> int:
+    """The widest batch of the id files `ids`: their longest line, +1 for EOS or BOS (read
+    once per process: Snakemake asks for every training job's shares)."""
+    return 1 + max(len(line.split()) for path in ids for line in Path(path).open())
