@@ -1,18 +1,23 @@
 """Training and decoding speed of every model, against naive PyTorch references.
 
-    python benchmarks/speed.py --data results/multi30k-cpu     # real batches, trained checkpoints
+    python benchmarks/speed.py --configfile experiments/cpu.yaml --precision bf16 \
+        --data results/multi30k-cpu                             # the CPU study: real batches, its checkpoints
     python benchmarks/speed.py                                  # synthetic Multi30k-like batches
     python benchmarks/speed.py --device cuda --processes 1 4 8  # on a GPU, and GPU sharing
 
-For each model of config.yaml at its size: parameters, training FLOPs per target token
-(counted by torch's FlopCounterMode over forward and backward), target tokens/s of the
-real training step (`Trainer.train_step`: AdamW, clipping, label smoothing; on CUDA with
-autocast, timed between synchronisations after warm-up steps), the share of the
-device's matmul peak that reaches (MFU; the peak is a large `torch.mm` in the training
-dtype, fp32 on the CPU and bf16 on a GPU, measured in the same run), padding of the
-token-count batches, decoding sentences/s
-(greedy and beam) of the first test set when `--data` has checkpoints, and the peak RSS
-of a process that only trains that model. The references, written out below in plain
+For each model of the configuration (config.yaml, with `--configfile` overlays) at its
+size: parameters, training FLOPs per target token (counted by torch's FlopCounterMode
+over forward and backward), target tokens/s of the real training step
+(`Trainer.train_step`: AdamW, clipping, label smoothing; timed between synchronisations
+after warm-up steps), the share of the device's matmul peak that reaches (MFU; the peak
+is a large `torch.mm` in each precision, measured in the same run), padding of the
+token-count batches, decoding sentences/s (greedy and beam) of the first test set when
+`--data` has checkpoints, and the peak RSS of a process that only trains that model.
+Each model is measured on two paths, back to back: the configuration's precision
+(`--precision` overrides it) with freed memory kept for reuse (`device.keep_freed_memory`)
+as `mixnmt` runs it, and, unless `--no-baseline`, fp32 with the allocator's defaults, as
+every model ran before mixed precision on the CPU; the ratios are the new path's speed
+over the old one's. The references, written out below in plain
 PyTorch, are measured the same way, each at the size of the models it mirrors (those
 whose hyperparameters include its size arguments, and that attend to the source exactly
 when it does): `nn.Transformer`, and the textbook GRU encoder-decoders that step their
@@ -41,15 +46,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import yaml
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import Batch, ParallelData, padding_fraction, read_ids
-from mixnmt.config import TrainConfig
+from mixnmt.config import TrainConfig, load, selected
 from mixnmt.decode import DecodeConfig, translate_ids
-from mixnmt.device import autocast_dtype
+from mixnmt.device import autocast_dtype, keep_freed_memory, precision
 from mixnmt.files import write_json
 from mixnmt.models import REGISTRY, Seq2Seq, State, build, resolve
 from mixnmt.paths import Layout
@@ -58,8 +62,9 @@ from mixnmt.tokenize import Tokenizer
 from mixnmt.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 VOCAB = 8000
+BEFORE = "fp32 before"
+"""The old path's name: fp32, with the allocator's defaults."""
 
 
 # --- the naive references ------------------------------------------------------------
@@ -200,10 +205,8 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_peak(device: torch.device, repeats: int = 10) -> float:
-    """GFLOP/s of a large square torch.mm in the training dtype (bf16 under autocast on
-    a GPU, fp32 on the CPU): the device's practical peak."""
-    dtype = autocast_dtype(device) or torch.float32
+def matmul_peak(device: torch.device, dtype: torch.dtype, repeats: int = 10) -> float:
+    """GFLOP/s of a large square torch.mm in `dtype`: the device's practical peak in it."""
     n = 8192 if device.type == "cuda" else 2048
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     a @ b
@@ -224,9 +227,10 @@ def flops_per_token(step, batches: list[Batch]) -> float:
     return counter.get_total_flops() / sum(b.target_tokens for b in batches)
 
 
-def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
+def plain_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device, dtype: torch.dtype | None
+):
     """The textbook training step: forward, label-smoothed loss, backward, clip, update."""
-    dtype = autocast_dtype(device)
 
     def step(batch: Batch) -> None:
         batch = batch.to(device)
@@ -255,12 +259,13 @@ def throughput(step, batches: list[Batch], device: torch.device, warmup: int = 2
     return sum(b.target_tokens for b in batches[warmup:]) / (time.perf_counter() - start)
 
 
-def decode_speed(model: Seq2Seq, sources: list[list[int]], beam: int, device: torch.device) -> float:
-    config = DecodeConfig(**{**CONFIG["decode"], "beam": beam})
-    translate_ids(model, sources[:8], config, device)  # warm-up
+def decode_speed(model: Seq2Seq, sources: list[list[int]], beam: int, job: dict) -> float:
+    config = DecodeConfig(**{**job["decode"], "beam": beam})
+    device, dtype = torch.device(job["device"]), autocast_dtype(torch.device(job["device"]), job["precision"])
+    translate_ids(model, sources[:8], config, device, dtype)  # warm-up
     sync(device)
     start = time.perf_counter()
-    translate_ids(model, sources, config, device)
+    translate_ids(model, sources, config, device, dtype)
     sync(device)
     return len(sources) / (time.perf_counter() - start)
 
@@ -270,29 +275,29 @@ def training_data(job: dict) -> ParallelData:
 
 
 def trainer(job: dict, device: torch.device) -> Trainer:
-    """The workflow's trainer of model `job["model"]` at its config size on `device`."""
+    """The workflow's trainer of model `job["model"]` at its configured size on `device`,
+    in the job's precision."""
     arch, hparams = resolve(job["model"], job["entry"])
     model = build(arch, hparams, VOCAB, VOCAB, True).to(device)
-    settings = {
-        **TrainConfig.values(CONFIG | {"max_steps": None}, seed=1),
-        "lr": 1e-4,
-        "deterministic": False,
-    }
+    settings = job["settings"] | {"lr": 1e-4, "deterministic": False, "precision": job["precision"]}
     return Trainer(model, TrainConfig(**settings), device)
 
 
 def measure(job: dict) -> dict:
     """One row of the table, measured in a fresh process."""
+    if job["path"] != BEFORE:
+        keep_freed_memory()
     torch.set_num_threads(job["threads"])
     torch.manual_seed(0)
     device = torch.device(job["device"])
     data = training_data(job)
     batch_lists = data.batches(job["max_tokens"], torch.Generator().manual_seed(1))
     batches = [data.collate(b) for b in batch_lists[: job["steps"]]]
-    row = {"model": job["name"]}
+    row = {"model": job["name"], "path": job["path"], "precision": precision(job["precision"], device)}
     if job["reference"]:
         model = REFERENCES[job["reference"]].build(resolve(job["model"], job["entry"])[1]).to(device)
-        step = plain_step(model, torch.optim.AdamW(model.parameters(), lr=1e-4), device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        step = plain_step(model, optimizer, device, autocast_dtype(device, job["precision"]))
     else:
         model_trainer = trainer(job, device)
         model, step = model_trainer.model, model_trainer.train_step
@@ -307,12 +312,12 @@ def measure(job: dict) -> dict:
     if job["checkpoint"] and not job["reference"]:
         trained = checkpoint.load_model(job["checkpoint"], *[Tokenizer(job["spm"])] * 2).to(device)
         sources = read_ids(job["test"], VOCAB)[: job["sentences"]]
-        row["greedy"] = decode_speed(trained, sources, 1, device)
-        row["beam"] = decode_speed(trained, sources, 5, device)
-        if has_cache(trained.cpu()):
+        row["greedy"] = decode_speed(trained, sources, 1, job)
+        row["beam"] = decode_speed(trained, sources, 5, job)
+        if job["path"] != BEFORE and has_cache(trained.cpu()):
             trained.to(device)
             row["beam_no_cache"] = decode_speed(
-                NoCache(trained).eval(), sources[: job["sentences"] // 10], 5, device
+                NoCache(trained).eval(), sources[: job["sentences"] // 10], 5, job
             )
     return row
 
@@ -320,6 +325,7 @@ def measure(job: dict) -> dict:
 def share(job: dict, start: object, seconds: float) -> int:
     """Target tokens one of several processes training side by side gets through in
     `seconds` after `start` (a barrier all of them wait at, warmed up)."""
+    keep_freed_memory()
     torch.set_num_threads(1)
     device = torch.device(job["device"])
     model_trainer = trainer(job, device)
@@ -351,18 +357,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", type=Path, help="an experiment's results folder (ids/, spm/, checkpoints/)")
     parser.add_argument(
-        "--seed", default=CONFIG["seeds"][0], help="the training run whose checkpoints decode"
+        "--configfile",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="overlays on config.yaml (an experiment): its models, sizes and settings",
     )
-    parser.add_argument("--models", nargs="+", default=list(CONFIG["models"]), help="models of config.yaml")
+    parser.add_argument("--data", type=Path, help="an experiment's results folder (ids/, spm/, checkpoints/)")
+    parser.add_argument("--seed", type=int, help="the run whose checkpoints decode (default: the first)")
+    parser.add_argument("--models", nargs="+", help="models of the configuration (default: those it trains)")
     parser.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cpu or cuda"
     )
-    parser.add_argument("--steps", type=int, default=12, help="training steps timed per model")
     parser.add_argument(
-        "--max-tokens", type=int, default=CONFIG["train"]["max_tokens"], help="tokens per training batch"
+        "--precision", choices=["auto", "fp32", "bf16"], help="the new path's (default: the configuration's)"
     )
+    parser.add_argument(
+        "--baseline",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"also measure the old path ({BEFORE}: fp32, the allocator's defaults)",
+    )
+    parser.add_argument("--steps", type=int, default=12, help="training steps timed per model")
+    parser.add_argument("--max-tokens", type=int, help="tokens per training batch (default: the config's)")
     parser.add_argument("--sentences", type=int, default=300, help="test sentences decoded per model")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(
@@ -381,21 +399,29 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="also write every number here")
     a = parser.parse_args()
-    unknown = [m for m in a.models if m not in CONFIG["models"]]
+    try:
+        config = load(ROOT / "config.yaml", *a.configfile)  # from any working directory
+    except MixnmtError as e:
+        parser.error(f"--configfile: {e}")
+    models = a.models or selected(config)
+    unknown = [m for m in models if m not in config["models"]]
     if unknown:
         parser.error(
-            f"--models: {', '.join(unknown)} not in config.yaml's models ({', '.join(CONFIG['models'])})"
+            f"--models: {', '.join(unknown)} not in config.yaml's models ({', '.join(config['models'])})"
         )
     if a.data and not (a.data / "ids").is_dir():
         parser.error(f"--data {a.data}: not an experiment's results folder (no ids/ in it)")
     device = torch.device(a.device)
     layout = Layout(str(a.data)) if a.data else None
     test = sorted(a.data.glob("ids/test*.en"))[0] if a.data else None
+    seed = a.seed or config["seeds"][0]
+    settings = TrainConfig.values(config | {"max_steps": None}, seed=1)
+    new = precision(a.precision or settings["precision"], device)
+    paths = {"new": new, **({BEFORE: "fp32"} if a.baseline else {})}
 
     torch.set_num_threads(a.threads)
-    dtype = str(autocast_dtype(device) or torch.float32).removeprefix("torch.")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{a.threads} CPU threads"
-    record = {"device": name, "dtype": dtype, "peak_gflops": None, "rows": [], "shared": {}}
+    record = {"device": name, "precision": new, "peak_gflops": {}, "rows": [], "shared": {}}
 
     def keep() -> None:
         """Write what is measured so far to --json (at once, to know it can)."""
@@ -406,29 +432,36 @@ def main() -> None:
                 sys.exit(f"speed.py: --json {a.json}: cannot write it ({getattr(e, 'strerror', None) or e})")
 
     keep()
-    record["peak_gflops"] = peak = matmul_peak(device)
-    print(f"{dtype} torch.mm peak: {peak:.1f} GFLOP/s on {name}")
+    peaks = record["peak_gflops"]
+    for p in dict.fromkeys(paths.values()):
+        peaks[p] = matmul_peak(device, autocast_dtype(device, p) or torch.float32)
+        print(f"{p} torch.mm peak: {peaks[p]:.1f} GFLOP/s on {name}")
     jobs, versus = [], {}
-    for model in a.models:
-        ckpt = Path(layout.checkpoint(model, a.seed)) if layout else None
-        reference = reference_for(model, CONFIG["models"][model]) if a.references else None
-        for ref in [None, reference] if reference else [None]:
+    for model in models:
+        ckpt = Path(layout.checkpoint(model, seed)) if layout else None
+        reference = reference_for(model, config["models"][model]) if a.references else None
+        runs = [(path, None) for path in paths] + ([("new", reference)] if reference else [])
+        for path, ref in runs:
             if ref:
                 versus[model] = f"{ref} @{model}"
             jobs.append(
                 {
                     "name": f"{ref} @{model}" if ref else model,
+                    "path": path,
+                    "precision": paths[path],
                     "model": model,
-                    "entry": CONFIG["models"][model],
+                    "entry": config["models"][model],
                     "reference": ref,
                     "device": a.device,
                     "threads": a.threads,
                     "steps": a.steps,
-                    "max_tokens": a.max_tokens,
+                    "max_tokens": a.max_tokens or settings["max_tokens"],
+                    "settings": settings,
+                    "decode": config["decode"],
                     "sentences": a.sentences,
                     "train": (layout.ids("train", "en"), layout.ids("train", "de")) if layout else None,
                     "checkpoint": ckpt if ckpt and ckpt.exists() else None,
-                    "spm": layout.spm("joint" if CONFIG["spm"]["joint"] else "en") if layout else None,
+                    "spm": layout.spm("joint" if config["spm"]["joint"] else "en") if layout else None,
                     "test": test,
                 }
             )
@@ -438,41 +471,61 @@ def main() -> None:
         with ProcessPoolExecutor(1, mp_context=spawn) as pool:
             rows.append(pool.submit(measure, job).result())
         keep()  # an interrupted benchmark keeps the rows it has
-    print_table(rows, versus, peak)
+    print_table(rows, versus, peaks)
 
     shared = record["shared"]
     if a.processes:
-        recurrent = [m for m in a.models if REGISTRY[resolve(m, CONFIG["models"][m])[0]].compiled_steps]
-        model = a.share_model or (recurrent or a.models)[0]
-        job = next(j for j in jobs if j["model"] == model and not j["reference"])
+        recurrent = [m for m in models if REGISTRY[resolve(m, config["models"][m])[0]].compiled_steps]
+        model = a.share_model or (recurrent or models)[0]
+        job = next(j for j in jobs if j["model"] == model and not j["reference"] and j["path"] == "new")
         for n in a.processes:
             shared[n] = shared_throughput(job, n, a.seconds)
             print(f"{n} processes training {model} side by side: {shared[n]:.0f} target tokens/s in all")
             keep()
 
 
-def print_table(rows: list[dict], versus: dict[str, str], peak: float) -> None:
-    speeds = {r["model"]: r["tokens_per_s"] for r in rows}
-    header = f"{'model':<28}{'params':>8}{'MFLOP/tok':>10}{'tok/s':>8}{'MFU':>6}{'vs ref':>8}{'pad':>6}"
-    print(header + f"{'greedy/s':>9}{'beam/s':>8}{'RSS MB':>8}{'GPU MB':>8}")
-    for r in rows:
-        ref = versus.get(r["model"])
-        ratio = f"{r['tokens_per_s'] / speeds[ref]:.2f}x" if ref in speeds else "-"
-        extra = "".join(
-            f"{r[k]:>{w}.1f}" if k in r else f"{'-':>{w}}" for k, w in (("greedy", 9), ("beam", 8))
-        )
-        extra += f"{r['rss_mb']:>8.0f}" + (f"{r['gpu_mb']:>8.0f}" if "gpu_mb" in r else f"{'-':>8}")
-        print(
-            f"{r['model']:<28}{r['params'] / 1e6:>7.2f}M{r['flops_per_token'] / 1e6:>10.1f}"
-            f"{r['tokens_per_s']:>8.0f}{r['flops_per_token'] * r['tokens_per_s'] / 1e9 / peak:>6.0%}"
-            f"{ratio:>8}{r['padding']:>6.1%}{extra}"
-        )
-    for r in rows:
+def print_table(rows: list[dict], versus: dict[str, str], peaks: dict[str, float]) -> None:
+    """The new path's numbers per model, with the old path's and their ratios where measured."""
+    new = {r["model"]: r for r in rows if r["path"] == "new"}
+    old = {r["model"]: r for r in rows if r["path"] == BEFORE}
+
+    def mfu(r: dict) -> float:
+        return r["flops_per_token"] * r["tokens_per_s"] / 1e9 / peaks[r["precision"]]
+
+    def ratio(a: dict, b: dict | None, key: str) -> str:
+        return f"{a[key] / b[key]:.2f}x" if b and key in a and key in b else "-"
+
+    def number(r: dict | None, key: str, form: str = ".0f") -> str:
+        return format(r[key], form) if r and key in r else "-"
+
+    columns = {  # header: (width, cell of the new path's row r and the old path's row w)
+        "params": (8, lambda r, w: f"{r['params'] / 1e6:.2f}M"),
+        "MFLOP/tok": (10, lambda r, w: f"{r['flops_per_token'] / 1e6:.1f}"),
+        "tok/s": (8, lambda r, w: number(r, "tokens_per_s")),
+        "MFU": (6, lambda r, w: f"{mfu(r):.0%}"),
+        "was": (7, lambda r, w: number(w, "tokens_per_s")),
+        "MFU was": (8, lambda r, w: f"{mfu(w):.0%}" if w else "-"),
+        "ratio": (7, lambda r, w: ratio(r, w, "tokens_per_s")),
+        "vs ref": (8, lambda r, w: ratio(r, new.get(versus.get(r["model"], "")), "tokens_per_s")),
+        "pad": (6, lambda r, w: f"{r['padding']:.1%}"),
+        "greedy/s": (9, lambda r, w: number(r, "greedy", ".1f")),
+        "beam/s": (8, lambda r, w: number(r, "beam", ".1f")),
+        "was ": (7, lambda r, w: number(w, "beam", ".1f")),
+        "ratio ": (7, lambda r, w: ratio(r, w, "beam")),
+        "RSS MB": (8, lambda r, w: number(r, "rss_mb")),
+        "GPU MB": (8, lambda r, w: number(r, "gpu_mb")),
+    }
+    print(f"{'model':<28}" + "".join(f"{h:>{w}}" for h, (w, _) in columns.items()))
+    for model, r in new.items():
+        print(f"{model:<28}" + "".join(f"{cell(r, old.get(model)):>{w}}" for w, cell in columns.values()))
+    for r in new.values():
         if "beam_no_cache" in r:
             print(
                 f"{r['model']} beam search without its key/value cache: {r['beam_no_cache']:.1f} sentences/s "
                 f"({r['beam'] / r['beam_no_cache']:.1f}x slower than with it)"
             )
+    if old:
+        print(f"'was': {BEFORE} (fp32, the allocator's defaults); ratio: the new path's speed over it")
 
 
 if __name__ == "__main__":

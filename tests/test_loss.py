@@ -19,3 +19,26 @@ def test_smoothed_cross_entropy_matches_torch_in_value_and_gradient(eps):
     torch.testing.assert_close(ours.double(), theirs)
     torch.testing.assert_close(grad, expected)
     assert grad[[2, 7]].abs().sum() == 0  # padding rows learn nothing
+
+
+@pytest.mark.parametrize("rows", [5, 512])
+def test_half_precision_logits_give_the_fp32_loss_and_gradient_a_few_rows_at_a_time(monkeypatch, rows):
+    """Under mixed precision the logits arrive in bf16: the loss is computed on them in
+    fp32 `ROWS` rows at a time (the last chunk shorter), with no (N, V) fp32 copy, and the
+    gradient, recomputed from them, comes back in bf16."""
+    import mixnmt.loss
+
+    monkeypatch.setattr(mixnmt.loss, "ROWS", rows)
+    torch.manual_seed(0)
+    logits = (4 * torch.randn(23, 300)).bfloat16().requires_grad_()
+    target = torch.randint(4, 300, (23,))
+    target[[0, 11, 22]] = PAD
+    ours = smoothed_cross_entropy(logits, target, 0.1)
+    (grad,) = torch.autograd.grad(2 * ours, logits)
+    exact = logits.detach().double().requires_grad_()
+    theirs = F.cross_entropy(exact, target, ignore_index=PAD, label_smoothing=0.1, reduction="sum")
+    (expected,) = torch.autograd.grad(2 * theirs, exact)
+    assert ours.dtype == torch.float32 and grad.dtype == torch.bfloat16
+    torch.testing.assert_close(ours.double(), theirs, rtol=1e-6, atol=0)
+    torch.testing.assert_close(grad.double(), expected, rtol=1e-2, atol=1e-4)  # bf16's 8 bits
+    assert grad[[0, 11, 22]].abs().sum() == 0

@@ -251,9 +251,9 @@ def test_components_differ_from_the_first_step(arch):
 
 
 @pytest.mark.parametrize("name", with_grus())
-def test_grus_run_in_fp32_under_autocast(name):
-    """Autocast would run cuDNN GRUs in fp16 (with unscaled gradients under bf16): ours
-    leave autocast and run in fp32, whatever dtype their inputs arrive in."""
+def test_grus_keep_fp32_states_under_autocast(name):
+    """A GRU under the CPU's bf16 autocast would carry its state in bf16 when its inputs
+    arrive in bf16: ours keep it in fp32 (cells run their products in bf16)."""
     src, tgt = batch()
     dtypes = recurrent_dtypes(make(name), src, tgt, "cpu", torch.bfloat16)
     assert dtypes and set(dtypes.values()) == {torch.float32}, dtypes

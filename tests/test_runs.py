@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pandas as pd
 import pytest
+import torch
 
 from conftest import CONFIG
 from mixnmt import MixnmtError
@@ -57,6 +59,7 @@ def changed(path: str, value) -> dict:
         ("datasets.multi30k.train.en.sha256", "0" * 64),  # the pinned data
         ("prepare.max_words", 50),  # how it is prepared
         ("spm.vocab_size", 4000),  # and tokenised
+        ("train.precision", "fp32"),  # what it computes in (config.yaml: bf16)
     ],
 )
 def test_what_defines_a_run_changes_its_fingerprint(path, value):
@@ -74,6 +77,31 @@ def test_what_defines_a_run_changes_its_fingerprint(path, value):
 )
 def test_what_does_not_define_a_run_keeps_its_fingerprint(path, value):
     assert of(changed(path, value)) == of(CONFIG)
+
+
+def test_a_run_in_fp32_keeps_the_fingerprint_it_had_before_precision_was_a_setting():
+    """Runs trained before `train.precision` existed were fp32 on the CPU (the published
+    CPU study): their definitions have no such key, and an fp32 run's has none either."""
+    fp32 = TrainConfig.from_config(changed("train.precision", "fp32"), 1)
+    before = {k: v for k, v in dataclasses.asdict(fp32).items() if k != "precision"}
+    settings = definition(MODEL, CONFIG["models"][MODEL], fp32, None)["train"]
+    assert settings == {k: v for k, v in json.loads(json.dumps(before)).items() if k != "save_every"}
+    bf16 = definition(MODEL, CONFIG["models"][MODEL], TrainConfig.from_config(CONFIG, 1), None)
+    assert bf16["train"]["precision"] == "bf16"
+
+
+@pytest.mark.parametrize("native, resolved", [(True, "bf16"), (False, "fp32")])
+def test_auto_precision_is_resolved_before_it_defines_a_run(monkeypatch, native, resolved):
+    """`precision: auto` becomes what this machine computes in (bf16 where native) before
+    the settings reach a training job or a fingerprint: runs in different precisions never
+    share one."""
+    import mixnmt.device
+
+    monkeypatch.setattr(mixnmt.device, "pick_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(mixnmt.device, "native_bf16", lambda device: native)
+    auto = changed("train.precision", "auto")
+    assert TrainConfig.values(auto, 1)["precision"] == resolved
+    assert of(auto) == of(changed("train.precision", resolved))
 
 
 def test_key_order_never_changes_a_fingerprint():

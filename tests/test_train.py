@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import FAST, TINY_MODELS, decode_config, synthetic_batches, train_config
+from conftest import CELL, FAST, TINY_MODELS, decode_config, synthetic_batches, train_config
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.batching import ParallelData
 from mixnmt.cli import main
@@ -384,12 +384,12 @@ def test_checkpoint_averaging_keeps_what_validation_prefers(files, tmp_path):
         assert chosen["epoch"] == single["epoch"]
         assert all(torch.equal(v, single["state_dict"][k]) for k, v in chosen["state_dict"].items())
     # The recorded loss is the loss of the weights shipped, measured as training does
-    # (on a GPU machine: on the GPU, under autocast).
+    # (in its precision, on the GPU of a GPU machine).
     tok = tokenize.Tokenizer(files.spm[1])
     device = pick_device()
     model = checkpoint.load_model(files.checkpoint, tok, tok).to(device)
     valid = ParallelData.load(*files.valid, (len(tok), len(tok)))
-    loss, _ = validate(model, valid, 512, device, autocast_dtype(device))
+    loss, _ = validate(model, valid, 512, device, autocast_dtype(device, CONFIG["precision"]))
     assert loss == pytest.approx(chosen["valid_loss"], rel=1e-6)
     assert json.loads(files.manifest.read_text())["best"]["valid_loss"] == chosen["valid_loss"]
 
@@ -452,3 +452,51 @@ def test_progress_at_the_terminal_counts_to_max_steps(files, capsys, monkeypatch
     assert steps == sorted(steps) and steps[-1] == 5 and all("/5, loss " in line for line in lines)
     assert all(line.startswith(f"{FAST} seed 1: epoch 1/40, step ") for line in lines)  # 5 < one epoch
     assert lines[-1].endswith("tokens/s, about 0 s left")
+
+
+@pytest.mark.parametrize("name", [CELL, FAST])
+def test_bf16_trains_the_tiny_corpus_within_the_fp32_seeds_spread(name, files, tmp_path):
+    """Mixed precision (bf16 autocast, the CPU's default where it has AVX-512 BF16) moves
+    the validation loss after the same updates less than the seed does: each seed's bf16
+    run lands closer to its fp32 run than the fp32 seeds are to each other, and their mean
+    within the fp32 seeds' range. Each run records its precision, which its fingerprint
+    and its translations' autocast follow."""
+    seeds, losses = (1, 2, 3), {}
+    for setting in ("fp32", "bf16"):
+        for seed in seeds:
+            out = elsewhere(files, tmp_path / f"{setting}{seed}")
+            config = TrainConfig(**{**CONFIG, "epochs": 6, "seed": seed, "precision": setting})
+            train(name, TINY_MODELS[name], config, out)
+            losses[setting, seed] = pd.read_csv(out.metrics, sep="\t").valid_loss.iloc[-1]
+            manifest = json.loads(out.manifest.read_text())
+            assert manifest["compute"]["precision"] == setting
+            assert manifest["definition"]["train"].get("precision", "fp32") == setting
+            inference = checkpoint.load_for_inference(out.checkpoint, files.spm)
+            assert inference.dtype == autocast_dtype(inference.device, setting)
+    fp32 = [losses["fp32", seed] for seed in seeds]
+    bf16 = [losses["bf16", seed] for seed in seeds]
+    spread = max(fp32) - min(fp32)
+    assert all(abs(b - f) < spread for b, f in zip(bf16, fp32)), (fp32, bf16)
+    assert min(fp32) <= sum(bf16) / len(bf16) <= max(fp32), (fp32, bf16)
+
+
+@pytest.mark.parametrize(
+    "device, native, setting, expected",
+    [
+        ("cpu", True, "auto", torch.bfloat16),  # AVX-512 BF16 or AMX
+        ("cpu", False, "auto", None),  # bf16 would be emulated: fp32
+        ("cpu", False, "bf16", torch.bfloat16),  # unless asked for
+        ("cpu", True, "fp32", None),
+        ("cuda", True, "auto", torch.bfloat16),
+        ("cuda", False, "auto", torch.float16),  # a GPU without bf16: fp16, the loss scaled
+        ("cuda", False, "bf16", torch.float16),
+        ("cuda", True, "fp32", None),
+    ],
+)
+def test_autocast_follows_the_precision_setting_and_what_the_device_computes(
+    monkeypatch, device, native, setting, expected
+):
+    import mixnmt.device
+
+    monkeypatch.setattr(mixnmt.device, "native_bf16", lambda d: native)
+    assert autocast_dtype(torch.device(device), setting) == expected

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 
 from mixnmt import MixnmtError
-from mixnmt.device import pick_device
+from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import atomic_path, gist, sha256sum
 from mixnmt.models import REGISTRY, Seq2Seq, build, defaults, resolve
-from mixnmt.runs import identity
+from mixnmt.runs import ADDED, identity
 from mixnmt.tokenize import Tokenizer
 
 FORMAT = 1
@@ -179,6 +179,7 @@ class Inference:
     name: str | None
     files: tuple[Path, Path, Path]  # checkpoint, source and target SentencePiece models
     run: dict[str, Any]  # the training run, as every file made from it records it (mixnmt.runs)
+    dtype: torch.dtype | None  # decoding's autocast: the training's precision (`train.precision`)
 
 
 def load_for_inference(
@@ -190,7 +191,8 @@ def load_for_inference(
     source, target = Tokenizer(spm_files[0]), Tokenizer(spm_files[1])
     payload = load(path)
     model = load_model(path, source, target, name, entry, payload).to(device)
-    seed = (payload.get("definition") or {}).get("train", {}).get("seed")  # none before fingerprints
-    run = identity(payload["model"], seed, payload.get("fingerprint"), sha256sum(path))
+    train = (payload.get("definition") or {}).get("train", {})  # none before fingerprints
+    run = identity(payload["model"], train.get("seed"), payload.get("fingerprint"), sha256sum(path))
     files = (Path(path), Path(spm_files[0]), Path(spm_files[1]))
-    return Inference(model, source, target, device, name, files, run)
+    dtype = autocast_dtype(device, train.get("precision", ADDED["precision"]))
+    return Inference(model, source, target, device, name, files, run, dtype)

@@ -68,6 +68,11 @@ def _add_configfiles(s: argparse.ArgumentParser, help: str) -> None:
 
 
 def _set_threads(threads: int | None) -> None:
+    """Ready this process to run a model: `threads` CPU threads (None: PyTorch's choice),
+    and freed memory kept for reuse (`device.keep_freed_memory`)."""
+    from mixnmt.device import keep_freed_memory
+
+    keep_freed_memory()
     if threads:
         import torch
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import jsonschema
 import yaml
@@ -72,6 +72,14 @@ class TrainConfig:
     label_smoothing: Annotated[Probability, Help("mass spread over the vocabulary in the training loss")]
     clip_norm: Annotated[Positive, Help("the gradient's norm is clipped to this")]
     deterministic: Annotated[bool, Help("deterministic kernels (byte-identical reruns; slower on GPU)")]
+    precision: Annotated[
+        Literal["auto", "fp32", "bf16"],
+        Help(
+            "bf16: mixed precision (bf16 autocast; fp16 on GPUs without bf16); fp32: none; auto: bf16 "
+            "where the device computes it natively (GPUs, CPUs with AVX-512 BF16 or AMX), resolved "
+            "where Snakemake runs: a published experiment names bf16 or fp32"
+        ),
+    ]
     bleu_sentences: Annotated[
         int, {"minimum": 0}, Help("validation sentences translated (greedy) for BLEU after each epoch")
     ]
@@ -105,8 +113,14 @@ class TrainConfig:
 
     @classmethod
     def values(cls, config: dict[str, Any], seed: int) -> dict[str, Any]:
-        """`from_config`'s settings as plain values (what `mixnmt train --config` takes)."""
-        return {**config["train"], "seed": int(seed), "max_steps": config["max_steps"]}
+        """`from_config`'s settings as plain values (what `mixnmt train --config` takes),
+        `precision: auto` resolved on this machine: a run's fingerprint says what it computes in."""
+        train = config["train"]
+        if train.get("precision") == "auto":
+            from mixnmt.device import pick_device, precision  # torch: only when asked
+
+            train = {**train, "precision": precision("auto", pick_device())}
+        return {**train, "seed": int(seed), "max_steps": config["max_steps"]}
 
 
 @dataclass(frozen=True)

@@ -137,25 +137,36 @@ def _strip(seq: list[int]) -> list[int]:
 
 
 def search(
-    model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device, nbest: int = 1
+    model: Seq2Seq,
+    sources: list[list[int]],
+    config: DecodeConfig,
+    device: torch.device,
+    nbest: int = 1,
+    dtype: torch.dtype | None = None,
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of every source sentence (ids), best first, in input
-    order (greedy search, beam 1, finds one); an empty source gives one empty hypothesis,
-    never decoded, so without a score (nan)."""
+    order (greedy search, beam 1, finds one), under autocast to `dtype` if given (the
+    model's training precision); an empty source gives one empty hypothesis, never
+    decoded, so without a score (nan)."""
     out = [[Hypothesis([], math.nan)] for _ in sources]
     order = sorted((i for i, s in enumerate(sources) if s), key=lambda i: len(sources[i]))
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]
         src = pad([sources[i] + [EOS] for i in chunk]).to(device)
-        found = greedy(model, src, config) if config.beam == 1 else beam_search(model, src, config, nbest)
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            found = greedy(model, src, config) if config.beam == 1 else beam_search(model, src, config, nbest)
         for i, hyps in zip(chunk, found):
             out[i] = hyps
     return out
 
 
 def translate_ids(
-    model: Seq2Seq, sources: list[list[int]], config: DecodeConfig, device: torch.device
+    model: Seq2Seq,
+    sources: list[list[int]],
+    config: DecodeConfig,
+    device: torch.device,
+    dtype: torch.dtype | None = None,
 ) -> list[list[int]]:
-    """Target ids of the best hypothesis for every source sentence, in input order; an
-    empty source gives []."""
-    return [hyps[0].tokens for hyps in search(model, sources, config, device)]
+    """Target ids of the best hypothesis for every source sentence, in input order (under
+    autocast to `dtype`, if given); an empty source gives []."""
+    return [hyps[0].tokens for hyps in search(model, sources, config, device, dtype=dtype)]

@@ -1,13 +1,16 @@
-"""Where computation runs: CUDA with mixed precision when present, the CPU otherwise."""
+"""Where computation runs, and in what precision: CUDA when present, the CPU otherwise;
+mixed precision (bf16 autocast) as the `train.precision` setting asks."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import math
 import resource
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -18,11 +21,48 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """Mixed precision on CUDA (bf16 where supported, else fp16); full fp32 elsewhere."""
-    if device.type != "cuda":
+Precision = Literal["auto", "fp32", "bf16"]
+"""The `train.precision` setting: bf16 autocast ("bf16"), none ("fp32"), or bf16 where
+the device computes it natively and fp32 elsewhere ("auto")."""
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` computes bf16 natively: a CUDA GPU that supports it, or a CPU with
+    AVX-512 BF16 or AMX (elsewhere bf16 is emulated, slower than fp32)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    cpu = torch.cpu
+    return device.type == "cpu" and (cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+
+
+def precision(setting: Precision, device: torch.device) -> Literal["fp32", "bf16"]:
+    """What `setting` computes in on `device`: "bf16" (mixed precision) or "fp32"."""
+    if setting == "auto":
+        return "bf16" if device.type == "cuda" or native_bf16(device) else "fp32"
+    return setting
+
+
+def autocast_dtype(device: torch.device, setting: Precision) -> torch.dtype | None:
+    """The autocast dtype of `setting` on `device`: None for fp32; for mixed precision
+    bf16, or fp16 on a GPU without bf16 (the trainer then scales the loss)."""
+    if precision(setting, device) == "fp32":
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float16 if device.type == "cuda" and not native_bf16(device) else torch.bfloat16
+
+
+def keep_freed_memory() -> None:
+    """Have glibc's malloc keep freed memory for reuse instead of returning it to the
+    system. Each training step allocates and frees tensors of tens of MB (a batch's logits
+    and their gradients), which malloc otherwise maps afresh every time: the CPU then
+    spends up to a third of a step faulting in zeroed pages. A no-op without glibc."""
+    if sys.platform != "linux" or not (name := ctypes.util.find_library("c")):
+        return
+    libc = ctypes.CDLL(name)
+    if not hasattr(libc, "mallopt"):  # musl
+        return
+    m_trim_threshold, m_mmap_max = -1, -4  # <malloc.h>
+    libc.mallopt(m_mmap_max, 0)  # no block of its own for a large allocation ...
+    libc.mallopt(m_trim_threshold, 2**31 - 1)  # ... and the freed heap kept (the most an int says)
 
 
 def peak_memory_mb(device: torch.device) -> dict[str, float]:

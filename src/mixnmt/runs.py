@@ -28,6 +28,10 @@ from mixnmt.paths import run
 
 UNDEFINING = ("save_every",)
 """Training settings that change how a run is kept, not what it computes."""
+ADDED = {"precision": "fp32"}
+"""Training settings added after runs were first fingerprinted, with the value those runs
+had: a definition leaves a setting out at that value, so that adding it kept their
+fingerprints."""
 
 IDENTITY = ("model", "seed", "fingerprint")
 """What every per-run record holds, in a table's columns too."""
@@ -55,7 +59,11 @@ def definition(model: str, entry: dict | None, train: Any, data: dict | None) ->
     """Exactly what defines one training run: the model's name and config entry, its
     training settings (a `config.TrainConfig`: seed and step cap included) and its data
     (`data_definition`)."""
-    settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in UNDEFINING}
+    settings = {
+        k: v
+        for k, v in dataclasses.asdict(train).items()
+        if k not in UNDEFINING and (k not in ADDED or v != ADDED[k])
+    }
     # as JSON reads it back (tuples as lists), so that a recorded definition equals it
     return json.loads(json.dumps({"model": model, "entry": entry or {}, "train": settings, "data": data}))
 

@@ -28,7 +28,7 @@ from mixnmt import MixnmtError, checkpoint, determinism
 from mixnmt.batching import ParallelData, padding_fraction
 from mixnmt.config import TrainConfig
 from mixnmt.decode import DecodeConfig, translate_ids
-from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device
+from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device, precision
 from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
 from mixnmt.inputs import METRICS
 from mixnmt.manifest import manifest
@@ -64,15 +64,22 @@ class ValidationBleu:
 
     search = DecodeConfig(beam=1, length_penalty=1.0, max_len_a=1.5, max_len_b=10, batch_size=64)
 
-    def __init__(self, data: ParallelData, tokenizer: Tokenizer, sentences: int, device: torch.device):
-        self.sources, self.tokenizer, self.device = data.src[:sentences], tokenizer, device
+    def __init__(
+        self,
+        data: ParallelData,
+        tokenizer: Tokenizer,
+        sentences: int,
+        device: torch.device,
+        dtype: torch.dtype | None,
+    ):
+        self.sources, self.tokenizer, self.device, self.dtype = data.src[:sentences], tokenizer, device, dtype
         self.references = tokenizer.decode(data.tgt[:sentences])
 
     def __call__(self, model: Seq2Seq) -> float:
         if not self.sources:
             return math.nan
         model.eval()
-        hypotheses = translate_ids(model, self.sources, self.search, self.device)
+        hypotheses = translate_ids(model, self.sources, self.search, self.device, self.dtype)
         model.train()
         return BLEU().corpus_score(self.tokenizer.decode(hypotheses), [self.references]).score
 
@@ -189,7 +196,8 @@ def prepare(
     if not len(train_data) or not len(valid_data):
         raise MixnmtError(f"{files.train[0]} or {files.valid[0]}: no sentences to train or validate on")
     params = parameter_counts(model)
-    log.info("%s: %d parameters on %s (autocast %s)", name, params[0], device, autocast_dtype(device))
+    dtype = autocast_dtype(device, config.precision)
+    log.info("%s: %d parameters on %s (autocast %s)", name, params[0], device, dtype)
     return Run(
         name,
         arch,
@@ -198,7 +206,7 @@ def prepare(
         vocab,
         train_data,
         valid_data,
-        ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device),
+        ValidationBleu(valid_data, tgt_tok, config.bleu_sentences, device, dtype),
         {str(path): sha256sum(path) for path in [*files.train, *files.valid, *files.spm]},
         params,
         device,
@@ -350,6 +358,12 @@ def finish(trainer: Trainer, run: Run, files: TrainFiles) -> None:
         best=chosen,
         seconds=p.seconds,
         tokens_per_s=p.trained_tokens / p.train_seconds,
+        compute={
+            "precision": precision(config.precision, run.device),
+            "autocast": str(trainer.dtype).removeprefix("torch.") if trainer.dtype else None,
+            "compile": config.compile,
+            "threads": torch.get_num_threads(),
+        },
         peak_memory=peak,
     )
     write_json(files.manifest, record)

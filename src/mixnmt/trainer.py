@@ -136,7 +136,7 @@ class Trainer:
 
     def __init__(self, model: Seq2Seq, config: TrainConfig, device: torch.device):
         self.model, self.config, self.device = model, config, device
-        self.dtype = autocast_dtype(device)
+        self.dtype = autocast_dtype(device, config.precision)
         self.optimizer = torch.optim.AdamW(
             model.parameters(),
             lr=config.lr,

@@ -101,7 +101,8 @@ class Translator:
 
     def search(self, sources: list[list[int]], nbest: int = 1) -> list[list[Hypothesis]]:
         """The `nbest` best hypotheses of each source (ids), best first (see `decode.search`)."""
-        return search(self.inference.model, sources, self.config, self.inference.device, nbest)
+        inference = self.inference
+        return search(inference.model, sources, self.config, inference.device, nbest, inference.dtype)
 
     def detokenise(self, hyps: Sequence[Hypothesis]) -> list[str]:
         """The text of each hypothesis, on one line."""

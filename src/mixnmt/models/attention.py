@@ -56,7 +56,7 @@ class Attention(Seq2Seq):
     def attend(self, state: State, s: Tensor) -> tuple[Tensor, Tensor]:
         """Context c_t (B, 2H) and alignment a_t (B, S) for the previous decoder state s (B, H)."""
         e = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
-        a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
+        a = e.float().masked_fill(~state["mask"], -math.inf).softmax(-1)  # fp32 under autocast too
         return torch.bmm(a[:, None], state["h"])[:, 0], a
 
     def advance(self, state: State, e: Tensor) -> tuple[Tensor, Tensor, Tensor]:
