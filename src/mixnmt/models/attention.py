@@ -5,11 +5,18 @@ each source state, and the context is their softmax-weighted mean.
 
     e_tj = v^T tanh(W s_{t-1} + U h_j)     a_t = softmax(e_t)     c_t = sum_j a_tj h_j
     s_t  = GRU([y_{t-1} ; c_t], s_{t-1})   prediction from s_t, c_t, y_{t-1}
+
+`query: current` scores the source after the step instead (Luong et al., 2015, with
+input feeding), the timing of `latent`'s prior, so that `latent` differs from it only in
+where the mixture sits:
+
+    s_t  = GRU([y_{t-1} ; c_{t-1}], s_{t-1})   e_tj = v^T tanh(W s_t + U h_j)   c_0 = 0
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -17,6 +24,8 @@ from torch import Tensor, nn
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
 from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell
 from mixnmt.symbols import PAD
+
+Query = Literal["previous", "current"]
 
 
 class Attention(Seq2Seq):
@@ -33,12 +42,14 @@ class Attention(Seq2Seq):
         d_model: PositiveInt = 256,
         hidden: PositiveInt = 512,
         dropout: Probability = 0.2,
+        query: Query = "previous",
     ):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
+        self.query_from = query
         self.encoder = BiGRU(d_model, hidden)
         self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
         self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
-        self.query = nn.Linear(hidden, hidden)  # W s_{t-1}
+        self.query = nn.Linear(hidden, hidden)  # W s_{t-1} (W s_t if query: current)
         self.score = nn.Linear(hidden, 1, bias=False)  # v
         self.cell = GRUCell(d_model + 2 * hidden, hidden)
         self.predict = DeepOutput(hidden, 2 * hidden, d_model, dropout)
@@ -51,26 +62,35 @@ class Attention(Seq2Seq):
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)
         h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
-        return {"h": h, "keys": self.keys(h), "mask": mask, "s": torch.tanh(self.init(backward_first))}
+        state = {"h": h, "keys": self.keys(h), "mask": mask, "s": torch.tanh(self.init(backward_first))}
+        return state | ({"c": h.new_zeros(h.size(0), h.size(-1))} if self.query_from == "current" else {})
 
     def attend(self, state: State, s: Tensor) -> tuple[Tensor, Tensor]:
-        """Context c_t (B, 2H) and alignment a_t (B, S) for the previous decoder state s (B, H)."""
+        """Context c_t (B, 2H) and alignment a_t (B, S) for the querying decoder state s (B, H)."""
         e = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
         a = e.float().masked_fill(~state["mask"], -math.inf).softmax(-1)  # fp32 under autocast too
         return torch.bmm(a[:, None], state["h"])[:, 0], a
 
     def advance(self, state: State, e: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """One decoder step from embedded y_{t-1} (B, d): new state s_t, context c_t, alignment a_t."""
+        if self.query_from == "current":
+            s = self.cell(torch.cat([e, state["c"]], dim=-1), state["s"])
+            return s, *self.attend(state, s)
         c, a = self.attend(state, state["s"])
         return self.cell(torch.cat([e, c], dim=-1), state["s"]), c, a
+
+    def carried(self, s: Tensor, c: Tensor) -> State:
+        """What the next step reads of this one: s_t, and c_t if it feeds the input."""
+        return {"s": s, "c": c} if self.query_from == "current" else {"s": s}
 
     def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
         state = self.encode(src)
         y = self.drop(self.embed(self.tgt_embed, tgt))  # (B, T, d)
         states, contexts, alignments = [], [], []
         for t in range(y.size(1)):
-            state["s"], c, a = self.advance(state, y[:, t])
-            states.append(state["s"])
+            s, c, a = self.advance(state, y[:, t])
+            state |= self.carried(s, c)
+            states.append(s)
             contexts.append(c)
             alignments.append(a)
         logits = self.output(self.predict(torch.stack(states, 1), torch.stack(contexts, 1), y))
@@ -81,4 +101,4 @@ class Attention(Seq2Seq):
     def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
         e = self.drop(self.embed(self.tgt_embed, y))
         s, c, _ = self.advance(state, e)
-        return self.output(self.predict(s, c, e)), {**state, "s": s}
+        return self.output(self.predict(s, c, e)), state | self.carried(s, c)
