@@ -66,7 +66,16 @@ def lacking(env: str) -> list[str]:
 def runs_without(missing: list[str], modules: list[str]) -> subprocess.CompletedProcess:
     """Build the `mixnmt` parser (every command builds all of it) and import `modules`, in a
     Python where the `missing` modules cannot be imported."""
-    code = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in missing)
+    # a finder that refuses them, not sys.modules[m] = None: that would leave their names
+    # in sys.modules, where libraries (scipy) look to see whether they were imported
+    code = (
+        f"import sys\nMISSING = {missing!r}\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] in MISSING:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+    )
     code += "from mixnmt.cli import parser\nparser()\n" + "".join(f"import {m}\n" for m in modules)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 

@@ -1,6 +1,7 @@
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
@@ -204,38 +205,131 @@ def runs_of(tmp_path, **seeds_of: list[list[str]]) -> dict:
     }
 
 
-def test_a_contrast_that_every_seed_shows_is_a_difference(tmp_path):
+def test_a_contrast_that_every_run_shows_is_a_difference_in_the_primary_metric(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
-    runs = runs_of(tmp_path, base=[HYPS, WORSE, HYPS], good=[GOOD, GOOD, GOOD])
-    result = contrasts(refs, runs, [("base", "good")], 200, 0.5, "t", tmp_path / "c.json")
+    runs = runs_of(tmp_path, base=[WORSE, WORSE, WORSE], good=[GOOD, GOOD, GOOD])
+    result = contrasts(refs, runs, [("base", "good")], 200, 0.5, "t", tmp_path / "c.json", primary="bleu")
     (row,) = result["contrasts"]
-    assert (row["a"], row["b"], row["seeds"]) == ("base", "good", 3)
+    assert (row["a"], row["b"], row["seeds_a"], row["seeds_b"]) == ("base", "good", 3, 3)
     assert (
         row["bleu_delta"] == pytest.approx(row["bleu_b"] - row["bleu_a"], abs=0.02) and row["bleu_delta"] > 0
     )
-    assert row["bleu_low"] > 0 and row["bleu_p_holm"] < 0.05 and row["bleu_verdict"] == "B better"
+    assert row["bleu_p_holm"] < 0.05 and row["bleu_verdict"] == "B better"
+    assert row["bleu_boot_low"] > 0 and row["bleu_boot_p"] < 0.05  # the secondary description agrees
     assert len(row["bleu_p_seeds"]) == 3 and all(p < 0.05 for p in row["bleu_p_seeds"])
+    # chrF is not the primary metric: described, not judged
+    assert row["chrf_delta"] > 0 and row["chrf_p_holm"] is None and row["chrf_verdict"] == "descriptive"
     with pytest.raises(MixnmtError, match="analysis.contrasts: 'nope' is not one of the systems"):
         contrasts(refs, runs, [("base", "nope")], 10, 0.5, "t", tmp_path / "x.json")
+    with pytest.raises(MixnmtError, match="analysis.primary.metric: expected one of bleu, chrf, got 'ter'"):
+        contrasts(refs, runs, [("base", "good")], 10, 0.5, "t", tmp_path / "x.json", primary="ter")
     assert not (tmp_path / "x.json").exists()
 
 
-def test_seeds_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_p(tmp_path):
+def test_a_test_set_that_is_not_the_primary_one_is_descriptive(tmp_path):
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, base=[WORSE, WORSE], good=[GOOD, GOOD])
+    (row,) = contrasts(refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "c.json")["contrasts"]
+    assert row["bleu_verdict"] == row["chrf_verdict"] == "descriptive" and row["bleu_p"] == 0
+
+
+def test_runs_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_p(tmp_path):
     """The unit is the training run: one seed's sentence-level p-values can all be tiny
     while the runs disagree on the sign."""
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, a=[GOOD, WORSE, GOOD, WORSE], b=[WORSE, GOOD, WORSE, GOOD])
-    (row,) = contrasts(refs, runs, [("a", "b")], 300, 0.5, "t", tmp_path / "c.json")["contrasts"]
+    (row,) = contrasts(refs, runs, [("a", "b")], 300, 0.5, "t", tmp_path / "c.json", "bleu")["contrasts"]
     assert row["bleu_low"] < 0 < row["bleu_high"] and row["bleu_verdict"] == "undecided"
+    assert row["bleu_p"] > 0.5 and row["bleu_mde"] > abs(row["bleu_delta"])
     assert all(p < 0.05 for p in row["bleu_p_seeds"])
 
 
-def test_identical_systems_are_equivalent_within_the_margin(tmp_path):
+def test_identical_runs_are_equivalent_within_the_margin_and_one_run_decides_nothing(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
-    runs = runs_of(tmp_path, a=[HYPS, WORSE], b=[HYPS, WORSE])
-    (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json")["contrasts"]
-    assert row["bleu_delta"] == 0 and row["chrf_p_holm"] == 1
-    assert row["bleu_verdict"] == row["chrf_verdict"] == "equivalent (within 0.5)"
+    runs = runs_of(tmp_path, a=[HYPS, HYPS], b=[HYPS, HYPS])
+    (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]
+    assert row["chrf_delta"] == 0 and row["chrf_p_holm"] == 1
+    assert row["chrf_verdict"] == "equivalent (within 0.5)"
+    runs = runs_of(tmp_path, a=[HYPS], b=[GOOD])
+    (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]
+    assert row["chrf_delta"] > 0 and row["chrf_p"] is None and row["chrf_mde"] is None
+    assert row["chrf_verdict"] == "undecided"
+
+
+def test_welch_is_scipys_unequal_variance_t_test_with_its_interval_and_detectable_effect():
+    from scipy import stats
+
+    from mixnmt.evaluate import POWER, welch
+
+    a, b = [24.28, 23.34, 24.13, 23.9, 24.6], [21.69, 22.95, 23.04]
+    level = welch(a, b)
+    expected = stats.ttest_ind(b, a, equal_var=False)
+    se = (stats.tstd(a) ** 2 / 5 + stats.tstd(b) ** 2 / 3) ** 0.5
+    assert level["p"] == pytest.approx(expected.pvalue)
+    assert level["delta"] == pytest.approx(expected.statistic * se)
+    low, high = expected.confidence_interval(0.95)
+    assert (level["low"], level["high"]) == pytest.approx((low, high))
+    # the minimum detectable effect: a true difference of that size is found with POWER
+    # (normal runs with these standard deviations, simulated)
+    rng = np.random.default_rng(0)
+    sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
+    draws = [
+        welch(list(rng.normal(0, sd_a, 5)), list(rng.normal(level["mde"], sd_b, 3)))["p"] < 0.05
+        for _ in range(2000)
+    ]
+    assert np.mean(draws) == pytest.approx(POWER, abs=0.1)  # a t approximation, not exact
+    # more runs detect less
+    assert welch(a * 4, b * 6)["mde"] < level["mde"] / 2
+
+
+def test_the_published_k64_against_k0_contrast_is_not_declared_a_difference():
+    """Three-seed chrF of the CPU study as published (test_2016_flickr): mixture-summary-k0
+    against mixture-summary. Every seed's difference has the same sign, so the bootstrap
+    of three seeds put p at its floor; against the seeds' spread, Welch's t does not."""
+    from mixnmt.evaluate import welch
+
+    k0, k64 = [24.28, 23.34, 24.13], [21.69, 22.95, 23.04]
+    assert all(b < a for a, b in zip(k0, k64))
+    level = welch(k0, k64)
+    assert level["delta"] == pytest.approx(-1.357, abs=0.001) and level["p"] > 0.05
+    assert level["low"] < 0 < level["high"] and level["mde"] > abs(level["delta"])
+
+
+def null_runs(rng: np.random.Generator, runs: int, sentences: np.ndarray) -> np.ndarray:
+    """Sentence statistics of chrF (sentences, 18) for `runs` runs of one model on one
+    test set: every run draws its own quality, every sentence a shared difficulty, and
+    each of its character n-grams matches with a probability of both and of chance."""
+    lengths, difficulty = sentences
+    quality = rng.normal(0, 0.05, (runs, 1, 1))
+    noise = rng.normal(0, 0.5, (runs, len(lengths), 1))
+    orders = np.arange(1, 7)
+    ref = np.maximum(lengths[:, None] - orders + 1, 0)  # (S, 6) character n-grams
+    chance = 1 / (1 + np.exp(-(1.5 + difficulty[:, None] + quality + noise - 0.6 * orders)))
+    match = rng.binomial(np.broadcast_to(ref, chance.shape), chance)
+    return np.stack(
+        [np.broadcast_to(ref, match.shape), np.broadcast_to(ref, match.shape), match], -1
+    ).reshape(runs, len(lengths), 18)
+
+
+@pytest.mark.parametrize("seeds", [3, 5])
+def test_the_primary_test_keeps_its_false_positive_rate_under_the_null(seeds):
+    """Calibration: two groups of runs from one distribution, simulated sentence by
+    sentence and scored as corpus chrF; Welch's t declares a difference at alpha 0.05 in
+    at most 5% of 2000 such experiments (within two standard errors of simulation)."""
+    from sacrebleu.metrics import CHRF
+
+    from mixnmt.evaluate import corpus_score, welch
+
+    rng, metric, experiments = np.random.default_rng(seeds), CHRF(), 2000
+    sentences = (rng.integers(20, 120, 200), rng.normal(0, 1, 200))  # one test set
+    rejected = 0
+    for _ in range(experiments):
+        stats = null_runs(rng, 2 * seeds, sentences)
+        scores = [corpus_score(metric, run) for run in stats]
+        rejected += welch(scores[:seeds], scores[seeds:])["p"] < 0.05
+    spread = np.std([corpus_score(metric, run) for run in null_runs(rng, 50, sentences)])
+    assert 0.2 < spread < 2  # runs differ as much as real seeds do (chrF sd 0.4-2.8)
+    assert rejected / experiments <= 0.05 + 2 * (0.05 * 0.95 / experiments) ** 0.5
 
 
 def test_holm_adjusts_p_values_step_down():
@@ -243,32 +337,44 @@ def test_holm_adjusts_p_values_step_down():
     assert holm([0.2, 0.2]) == [0.4, 0.4] and holm([]) == []
 
 
-def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 3) -> pd.DataFrame:
-    """A contrast table of one pair, a -> b, one row per (chrF delta, verdict, Holm p)."""
+def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 5) -> pd.DataFrame:
+    """A contrast table of one pair, a -> b, one row per test set: (chrF delta, verdict,
+    Holm p), the first test set's chrF primary (a verdict), the rest and BLEU descriptive."""
     rows = []
     for i, (delta, verdict, p) in enumerate(chrf):
         rows.append(
-            {"testset": f"t{i}", "a": "small", "b": "big", "seeds": seeds, "chrf_delta": delta,
-             "chrf_ci": f"{delta - 1:+.2f} .. {delta + 1:+.2f}", "chrf_verdict": verdict, "chrf_p": p,
-             "bleu_delta": 0.1, "bleu_ci": "-0.90 .. +1.10", "bleu_verdict": "undecided", "bleu_p": 1.0}
+            {"testset": f"t{i}", "a": "small", "b": "big", "seeds_a": seeds, "seeds_b": seeds,
+             "chrf_delta": delta, "chrf_ci": f"{delta - 1:+.2f} .. {delta + 1:+.2f}", "chrf_p": p / 6,
+             "chrf_p_holm": p if i == 0 else None, "chrf_mde": 1.4,
+             "chrf_verdict": verdict if i == 0 else "descriptive",
+             "bleu_delta": 0.1, "bleu_ci": "-0.90 .. +1.10", "bleu_verdict": "descriptive", "bleu_p": 0.8,
+             "bleu_p_holm": None, "bleu_mde": 2.0}
         )  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_the_reports_answer_is_generated_from_the_contrast_table():
+def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_table():
     from mixnmt.report import answer, answer_html
 
-    (agreed,) = answer(contrast_rows([(1.5, "B better", 0.007), (2.0, "B better", 0.02)]))
-    assert agreed == (
-        "big against small (3 seeds): big beats small in chrF on every test set (+1.50 to +2.00 points, "
-        "B - A; Holm p <= 0.020); BLEU cannot tell small and big apart on any test set "
-        "(+0.10 points, undecided)."
+    (won,) = answer(contrast_rows([(1.5, "B better", 0.007), (2.0, "descriptive", 0.02)]))
+    assert won == (
+        "big against small (5 and 5 runs): big beats small in chrF on t0 by 1.50 points (B - A +1.50, "
+        "95% [+0.50 .. +2.50]; Welch p=0.0012, Holm p=0.007)."
     )
-    (flipped,) = answer(contrast_rows([(-1.5, "A better", 0.007), (-2.0, "A better", 0.007)]))
-    assert "small beats big in chrF on every test set (-2.00 to -1.50 points" in flipped
-    (mixed,) = answer(contrast_rows([(1.5, "B better", 0.007), (0.3, "undecided", 0.4)], seeds=1))
-    assert mixed.startswith("big against small (1 seed: no seed-level claim): chrF, B - A: t0: +1.50")
-    assert "t1: +0.30 [-0.70 .. +1.30], undecided" in mixed
+    (lost,) = answer(contrast_rows([(-1.5, "A better", 0.007)]))
+    assert "small beats big in chrF on t0 by 1.50 points (B - A -1.50" in lost
+    (open_,) = answer(contrast_rows([(0.3, "undecided", 0.4), (2.5, "descriptive", 0.001)]))
+    assert open_ == (
+        "big against small (5 and 5 runs): chrF on t0 cannot tell small and big apart (B - A +0.30, "
+        "95% [-0.70 .. +1.30], Holm p=0.400); these runs would detect 1.40 points at 80% power."
+    )
+    (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.9)]))
+    assert "small and big are equivalent (within 1) points of chrF on t0" in same
+    (single,) = answer(contrast_rows([(1.5, "undecided", 1.0)], seeds=1))
+    assert (
+        single
+        == "big against small (1 and 1 runs): chrF on t0: B - A +1.50 from one run of a model, no claim."
+    )
     page = answer_html(contrast_rows([(1.5, "B better", 0.007)]), {"max_steps": 5})
     assert (
         page.startswith('<p class="warning">A capped run (max_steps: 5)') and "<li>big against small" in page
@@ -280,16 +386,24 @@ def test_the_report_shows_the_contrast_table_under_readable_headers():
 
     rows = contrast_rows([(1.5, "B better", 0.007)]).assign(
         params_a=0.8, params_b=0.9, bleu_a=6.0, bleu_b=6.1, chrf_a=20.0, chrf_b=21.5,
+        bleu_boot_ci="-0.50 .. +0.70", bleu_boot_p=0.7, chrf_boot_ci="+1.00 .. +2.00", chrf_boot_p=0.001,
         bleu_p_seeds="0.001 0.140", chrf_p_seeds="0.001 0.001",
     )  # fmt: skip
     page = contrasts_html(rows)
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", page)
-    assert headers[:3] == ["", "BLEU", "chrF"] and "Holm p" in headers and "95% interval" in headers
+    assert headers[:3] == ["", "BLEU", "chrF"] and "Holm p" in headers and "95% interval (Welch)" in headers
+    assert "detectable" in headers and "bootstrap p" in headers
     assert not any("_" in h for h in headers)  # no raw column names
     cells = re.findall(r"<td>([^<]*)</td>", page)
-    assert cells[:6] == ["t0", "small", "big", "3", "0.80", "0.90"]
-    assert cells[6:13] == ["6.00", "6.10", "+0.10", "-0.90 .. +1.10", "1.000", "undecided", "0.001 0.140"]
-    assert cells[13:] == ["20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.007", "B better", "0.001 0.001"]
+    assert cells[:7] == ["t0", "small", "big", "5", "5", "0.80", "0.90"]
+    assert cells[7:18] == [
+        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "2.00", "descriptive", "-0.50 .. +0.70",
+        "0.700", "0.001 0.140",
+    ]  # fmt: skip
+    assert cells[18:] == [
+        "20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.001", "0.007", "1.40", "B better", "+1.00 .. +2.00",
+        "0.001", "0.001 0.001",
+    ]  # fmt: skip
 
 
 def test_an_experiment_without_contrasts_gets_an_empty_contrast_file(tmp_path):

@@ -265,9 +265,10 @@ def test_use_table_averages_each_groups_mass_and_loss_rise_over_seeds():
     assert table.change_sd.tolist() == pytest.approx([0.0707] * 3, abs=1e-4)
 
 
-def test_contrast_table_shows_each_models_size_beside_the_seed_level_statistics():
-    level = {"low": -0.5, "high": 1.5, "p_holm": 0.2, "verdict": "undecided", "p_seeds": [0.01, 0.3]}
-    row = {"testset": "t", "a": "plain", "b": "single", "seeds": 2}
+def test_contrast_table_shows_each_models_size_beside_the_run_level_statistics():
+    level = {"low": -0.5, "high": 1.5, "p": 0.04, "p_holm": 0.2, "mde": 1.8, "verdict": "undecided",
+             "boot_low": -0.1, "boot_high": 1.1, "boot_p": 0.09, "p_seeds": [0.01, 0.3]}  # fmt: skip
+    row = {"testset": "t", "a": "plain", "b": "single", "seeds_a": 2, "seeds_b": 3}
     for key in ("bleu", "chrf"):
         row |= {
             f"{key}_a": 20.0,
@@ -275,15 +276,28 @@ def test_contrast_table_shows_each_models_size_beside_the_seed_level_statistics(
             f"{key}_delta": 0.5,
             **{f"{key}_{k}": v for k, v in level.items()},
         }
+    row["chrf_low"] = row["chrf_high"] = None  # undefined: one run
     manifests = [
         {"model": "plain", "params_no_embeddings": 5187328},
         {"model": "single", "params_no_embeddings": 4959632},
     ]
     table = TABLES["contrasts"].build(contrast_runs=[{"contrasts": [row]}], manifests=manifests)
-    assert table[["params_a", "params_b", "bleu_delta", "bleu_p", "bleu_verdict"]].values.tolist() == [
-        [5.19, 4.96, 0.5, 0.2, "undecided"]
+    columns = [
+        "seeds_a",
+        "seeds_b",
+        "params_a",
+        "params_b",
+        "bleu_delta",
+        "bleu_p",
+        "bleu_p_holm",
+        "bleu_mde",
+    ]
+    assert table[[*columns, "bleu_verdict"]].values.tolist() == [
+        [2, 3, 5.19, 4.96, 0.5, 0.04, 0.2, 1.8, "undecided"]
     ]
     assert table.bleu_ci.iloc[0] == "-0.50 .. +1.50" and table.bleu_p_seeds.iloc[0] == "0.010 0.300"
+    assert table.bleu_boot_ci.iloc[0] == "-0.10 .. +1.10" and table.bleu_boot_p.iloc[0] == 0.09
+    assert table.chrf_ci.iloc[0] == ""
 
 
 def test_a_model_with_several_alignments_gets_a_row_for_each():

@@ -33,11 +33,6 @@ def overlay(workdir: Path, text: str) -> str:
     return str(path)
 
 
-def tiny_margin(tiny: dict) -> float:
-    """The equivalence margin of the tiny experiment (its own, or config.yaml's)."""
-    return tiny.get("analysis", {}).get("equivalence", CONFIG["analysis"]["equivalence"])
-
-
 def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """The job-count table of a dry run."""
     counts = {}
@@ -162,6 +157,14 @@ datasets:
         ('experiment: "study\\n"\n', "config: experiment: 'study\\n' is not a name"),
         (["--config", "mirror=-h"], "config: mirror: '-h' is not a folder"),
         ("analysis:\n  length_buckets: [20, 10]\n", "config: analysis.length_buckets: expected increasing"),
+        (
+            "analysis:\n  primary: {metric: chrf, testset: test_2019}\n",
+            "config: analysis.primary.testset: 'test_2019' is not one of the test sets: test_2016_flickr, ",
+        ),
+        (
+            "analysis:\n  primary: {metric: ter, testset: null}\n",
+            "config: analysis.primary.metric: 'ter' is not one of",
+        ),
         (
             f"models:\n  {FAST}: {{d_model: 30, heads: 4}}\n",
             f"config: models.{FAST}: d_model=30 is not divisible",
@@ -491,9 +494,13 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     assert latent and posteriors.model.tolist() == latent and (posteriors.kl > 0).all()
     contrasts = pd.read_csv(out / "tables" / "contrasts.tsv", sep="\t")
     pairs = [tuple(pair) for pair in tiny["analysis"]["contrasts"]]
-    assert list(zip(contrasts.a, contrasts.b)) == pairs * 2 and contrasts.bleu_p.notna().all()
-    verdicts = {"A better", "B better", "undecided", f"equivalent (within {tiny_margin(tiny):g})"}
-    assert set(contrasts.bleu_verdict) <= verdicts and set(contrasts.chrf_verdict) <= verdicts
+    assert list(zip(contrasts.a, contrasts.b)) == pairs * 2
+    assert contrasts.chrf_p.isna().all() and contrasts.chrf_delta.notna().all()  # one run: no Welch's t
+    primary = contrasts.testset == next(iter(tiny["datasets"]["tiny"]["test"]))  # chrF on the first
+    assert (contrasts.chrf_verdict[primary] == "undecided").all() and primary.sum() == len(pairs)
+    assert (contrasts.chrf_verdict[~primary] == "descriptive").all() and (
+        contrasts.bleu_verdict == "descriptive"
+    ).all()
     reliance = pd.read_csv(out / "tables" / "reliance.tsv", sep="\t")
     overall = reliance[reliance.position == 0].set_index("model").difference
     assert sorted(overall.index) == models and (overall > 0).all()  # every tiny model reads its source

@@ -476,7 +476,12 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     )
     _add_resamples(s)
     s.add_argument(
-        "--margin", type=float, required=True, help="the equivalence margin (BLEU and chrF points)"
+        "--margin", type=float, required=True, help="the equivalence margin (points of the primary metric)"
+    )
+    s.add_argument(
+        "--primary",
+        metavar="METRIC",
+        help="the pre-declared metric (bleu or chrf) where this is the pre-declared test set",
     )
     s.add_argument("--output", type=Output, required=True, help="JSON")
     _add_runs(s)
@@ -495,7 +500,7 @@ def cmd_contrasts(a: argparse.Namespace) -> None:
     runs: dict[str, dict[int, Path]] = {}
     for (model, seed), path in a.translations:
         runs.setdefault(model, {})[seed] = path
-    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output, a.runs)
+    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output, a.primary, a.runs)
 
 
 def lengths_arguments(s: argparse.ArgumentParser) -> None:

@@ -353,9 +353,20 @@ def check(config: dict[str, Any]) -> None:
                 )
         if pair[0] == pair[1]:
             raise MixnmtError(f"analysis.contrasts.{i}: compares {pair[0]!r} with itself")
+    primary = config["analysis"]["primary"]["testset"]
+    if primary is not None and primary not in dataset["test"]:
+        raise MixnmtError(
+            f"analysis.primary.testset: {primary!r} is not one of the test sets: {', '.join(dataset['test'])}"
+        )
     edges = config["analysis"]["length_buckets"]
     if sorted(set(edges)) != edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
+
+
+def primary(config: dict[str, Any]) -> tuple[str, str]:
+    """The pre-declared metric and test set of the claims (analysis.primary)."""
+    chosen = config["analysis"]["primary"]
+    return chosen["metric"], chosen["testset"] or next(iter(config["datasets"][config["dataset"]]["test"]))
 
 
 def schema_error(error: Any) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
+from scipy.stats import t as student
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_json, write_table
@@ -23,6 +24,7 @@ from mixnmt.runs import RECORD, refuse_foreign, translation_record, translation_
 log = logging.getLogger(__name__)
 
 METRICS = {"bleu": BLEU, "chrf": CHRF, "ter": TER}  # sacreBLEU defaults: 13a, chrF2, tercom
+CONTRASTED = ("bleu", "chrf")  # the metrics of the contrasts, one of them primary
 
 
 def read_aligned(hypotheses: Path, references: Path) -> tuple[list[str], list[str]]:
@@ -129,7 +131,8 @@ def significance(
     return payload
 
 
-ALPHA = 0.05  # the family-wise error rate of each test set's contrasts (Holm)
+ALPHA = 0.05  # the family-wise error rate of the primary contrasts (Holm)
+POWER = 0.8  # of the minimum detectable effect
 
 
 def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
@@ -138,31 +141,54 @@ def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
     return metric._compute_score_from_stats(list(stats.sum(0))).score
 
 
-def seed_level(
-    a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
-) -> dict[str, float]:
-    """B minus A with the training run as the unit: the mean over seeds of the corpus
-    scores' difference, and a bootstrap that resamples the seeds and, together with
-    them, the sentences (the same ones for both models): 95% and 90% intervals and a
-    two-sided p. `a` and `b` hold each seed's sentence statistics (sentences, stats)."""
-    delta = float(np.mean([corpus_score(metric, y) - corpus_score(metric, x) for x, y in zip(a, b)]))
-    k, n = len(a), len(a[0])
-    draws = np.empty(resamples)
-    for r in range(resamples):
-        seeds, sentences = rng.integers(k, size=k), rng.integers(n, size=n)
-        draws[r] = np.mean(
-            [corpus_score(metric, b[s][sentences]) - corpus_score(metric, a[s][sentences]) for s in seeds]
-        )
-    p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())
-    low, low90, high90, high = np.percentile(draws, [2.5, 5, 95, 97.5])
+def welch(a: list[float], b: list[float]) -> dict[str, float]:
+    """B minus A with the training run as the unit: the difference of the mean corpus
+    scores over each model's runs (unpaired: seed i of A has nothing to do with seed i of
+    B), Welch's t test of it (two-sided p; 95% and 90% intervals) and the minimum
+    detectable effect (two-sided ALPHA, POWER) at these runs' spread. Assumes the runs'
+    scores are normal within each model, variances may differ. NaN where a model has one run."""
+    delta = float(np.mean(b) - np.mean(a))
+    if min(len(a), len(b)) < 2:
+        nan = math.nan
+        return dict(delta=delta, low=nan, high=nan, low90=nan, high90=nan, p=nan, df=nan, mde=nan)
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:  # every run of both models scores the same
+        return dict(delta=delta, low=delta, high=delta, low90=delta, high90=delta, p=float(delta == 0) or 0.0,
+                    df=math.inf, mde=0.0)  # fmt: skip
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = student(df)
+    half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
     return {
         "delta": delta,
-        "low": low,
-        "high": high,
-        "low90": low90,
-        "high90": high90,
-        "p": max(p, 1 / resamples),
+        "low": delta - half95,
+        "high": delta + half95,
+        "low90": delta - half90,
+        "high90": delta + half90,
+        "p": float(2 * t.sf(abs(delta) / se)),
+        "df": float(df),
+        "mde": float((t.ppf(1 - ALPHA / 2) + t.ppf(POWER)) * se),
     }
+
+
+def bootstrap_runs(
+    a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
+) -> dict[str, float]:
+    """The secondary description of B minus A: a bootstrap that resamples each model's
+    runs (independently) and the test sentences (the same ones for both): 95% interval
+    and two-sided p. With few runs it is too narrow (3 runs have 10 distinct resamples and
+    a plug-in variance), so no claim rests on it. `a`, `b`: each run's sentence statistics."""
+    n = len(a[0])
+    draws = np.empty(resamples)
+    for r in range(resamples):
+        ia, ib = rng.integers(len(a), size=len(a)), rng.integers(len(b), size=len(b))
+        sentences = rng.integers(n, size=n)
+        draws[r] = np.mean([corpus_score(metric, b[i][sentences]) for i in ib]) - np.mean(
+            [corpus_score(metric, a[i][sentences]) for i in ia]
+        )
+    low, high = np.percentile(draws, [2.5, 97.5])
+    p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())
+    return {"boot_low": float(low), "boot_high": float(high), "boot_p": float(max(p, 1 / resamples))}
 
 
 def paired_p(a: str, hyps_a: list[str], b: str, hyps_b: list[str], refs: list[str], resamples: int) -> dict:
@@ -183,12 +209,13 @@ def holm(p: list[float]) -> list[float]:
     return adjusted
 
 
-def verdict(stats: dict[str, float], margin: float) -> str:
-    """What a contrast supports: a difference (Holm-adjusted p below ALPHA), no difference
-    (the 90% interval inside +-margin: two one-sided tests), or neither."""
-    if stats["p_holm"] < ALPHA:
-        return "B better" if stats["delta"] > 0 else "A better"
-    if -margin < stats["low90"] and stats["high90"] < margin:
+def verdict(level: dict[str, float | None], margin: float) -> str:
+    """What a primary contrast supports: a difference (Holm-adjusted p below ALPHA), no
+    difference (Welch's 90% interval inside +-margin: two one-sided tests), or neither
+    (also where a model has one run)."""
+    if level["p_holm"] < ALPHA:
+        return "B better" if level["delta"] > 0 else "A better"
+    if level["low90"] is not None and -margin < level["low90"] and level["high90"] < margin:
         return f"equivalent (within {margin:g})"
     return "undecided"
 
@@ -224,50 +251,77 @@ def contrasts(
     margin: float,
     testset: str,
     output: Path,
+    primary: str | None = None,
     expected: dict[str, str] | None = None,
 ) -> dict:
-    """Each contrast (A, B) of the study on one test set, over every seed's translations
-    (`runs`: model -> seed -> path): B's BLEU and chrF minus A's as the mean over seeds,
-    with the seed-level bootstrap interval and p (`seed_level`), Holm-adjusted across the
-    contrasts, and a verdict with the equivalence `margin`; beside them, per seed,
-    sacreBLEU's paired-bootstrap p-value (the test sentences' sampling only); and the run
-    that made each translation (each one of `expected`'s, if given)."""
+    """Each contrast (A, B) of the study on one test set, over every run's translations
+    (`runs`: model -> seed -> path): per metric, B's score minus A's as the difference of
+    their means over runs, with Welch's t test (`welch`: interval, p, minimum detectable
+    effect) and the bootstrap of runs and sentences as a secondary description
+    (`bootstrap_runs`); beside them, per seed both models have, sacreBLEU's paired
+    bootstrap p (the test sentences' sampling only). In the `primary` metric (given where
+    this is the pre-declared test set) Holm adjusts the contrasts' p-values and each gets
+    a verdict with the equivalence `margin` (in that metric's points); every other cell is
+    descriptive. Also the run that made each translation (each one of `expected`'s)."""
     made = translation_runs(
         {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}, expected
     )
-    refs = read_lines(references)
-    metrics = {"bleu": BLEU(), "chrf": CHRF()}
+    if primary is not None and primary not in CONTRASTED:
+        expected_one = ", ".join(CONTRASTED)
+        raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
+    refs, metrics = read_lines(references), {key: METRICS[key]() for key in CONTRASTED}
     texts, stats = _contrasted(references, runs, pairs, metrics)
     rng = np.random.default_rng(0)
     rows = []
     for a, b in pairs:
-        seeds = sorted(set(runs[a]) & set(runs[b]))
-        per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in seeds]
-        row = {"testset": testset, "a": a, "b": b, "seeds": len(seeds)}
+        paired = sorted(set(runs[a]) & set(runs[b]))
+        per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in paired]
+        row = {"testset": testset, "a": a, "b": b, "seeds_a": len(runs[a]), "seeds_b": len(runs[b])}
         for key, metric in metrics.items():
-            for side, name in (("a", a), ("b", b)):
-                scores = [corpus_score(metric, stats[name, s][key]) for s in seeds]
-                row[f"{key}_{side}"] = round(float(np.mean(scores)), 2)
-            level = seed_level(
-                [stats[a, s][key] for s in seeds], [stats[b, s][key] for s in seeds], metric, resamples, rng
-            )
-            row |= {f"{key}_{k}": round(v, 4) if k == "p" else round(v, 2) for k, v in level.items()}
+            of_a, of_b = ([stats[name, s][key] for s in sorted(runs[name])] for name in (a, b))
+            row |= {f"{key}_{k}": v for k, v in _described(of_a, of_b, metric, resamples, rng).items()}
             row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
+            row[f"{key}_p_holm"], row[f"{key}_verdict"] = None, "descriptive"
         rows.append(row)
-    for key in metrics:
-        for row, adjusted in zip(rows, holm([row[f"{key}_p"] for row in rows])):
-            row[f"{key}_p_holm"] = round(adjusted, 4)
-            level = {k.removeprefix(f"{key}_"): v for k, v in row.items() if k.startswith(f"{key}_")}
-            row[f"{key}_verdict"] = verdict(level, margin)
+    if primary is not None:
+        tested = [row[f"{primary}_p"] for row in rows]
+        for row, adjusted in zip(rows, holm([1.0 if p is None else p for p in tested])):
+            row[f"{primary}_p_holm"] = round(adjusted, 4)
+            level = {k.removeprefix(f"{primary}_"): v for k, v in row.items() if k.startswith(f"{primary}_")}
+            row[f"{primary}_verdict"] = verdict(level, margin)
     payload = {
         "testset": testset,
         "margin": margin,
+        "primary": primary,
         "contrasts": rows,
         "runs": made,
         "commit": code_version(),
     }
     write_json(output, payload)
     return payload
+
+
+def _described(
+    a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
+) -> dict[str, float | None]:
+    """Of one metric, both models' mean and sd of their runs' corpus scores, `welch`'s
+    statistics and `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`:
+    each run's sentence statistics."""
+    scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
+    row: dict[str, float | None] = {}
+    for side, values in scores.items():
+        row[side] = round(float(np.mean(values)), 2)
+        row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
+    level = welch(scores["a"], scores["b"]) | bootstrap_runs(a, b, metric, resamples, rng)
+    return row | {k: _rounded(k, v) for k, v in level.items()}
+
+
+def _rounded(key: str, value: float) -> float | None:
+    """A statistic as the contrast file keeps it: p-values to 4 decimals, the rest to 2;
+    None where it is undefined (one run)."""
+    if math.isnan(value):
+        return None
+    return round(value, 4 if key.endswith("p") else 2)
 
 
 def bucket_labels(edges: list[int]) -> list[str]:

@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 
 from mixnmt import MixnmtError
-from mixnmt.config import selected
+from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import answer, count, markdown_table
+from mixnmt.report import METRIC_NAMES, answer, count, markdown_table
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
 END = "<!-- end of the results of {experiment} -->"
@@ -67,18 +67,24 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
 
 
 def contrast_cell(row: pd.Series, metric: str) -> str:
-    """B - A [95% interval] and the verdict: A or B (better, with Holm's p), ≈ (equivalent), ? (undecided)."""
+    """B - A [Welch's 95% interval]; in the primary cell also the verdict: A or B better
+    (with Holm's p), ≈ equivalent, ? undecided (with the minimum detectable effect)."""
+    ci = row[f"{metric}_ci"]
+    cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
     verdict = row[f"{metric}_verdict"]
-    low, high = (float(x) for x in row[f"{metric}_ci"].split(" .. "))
-    cell = f"{row[f'{metric}_delta']:+.2f} [{low:+.2f}, {high:+.2f}]"
     if verdict in ("A better", "B better"):
-        return f"{cell} {verdict[0]}, p={row[f'{metric}_p']:.3f}"
-    return f"{cell} {'≈' if verdict.startswith('equivalent') else '?'}"
+        return f"**{cell} {verdict[0]}, Holm p={row[f'{metric}_p_holm']:.3f}**"
+    if verdict.startswith("equivalent"):
+        return f"**{cell} ≈**"
+    if verdict == "undecided":
+        mde = row[f"{metric}_mde"]
+        return f"**{cell} ?**" + ("" if pd.isna(mde) else f" (detects {mde:.1f})")
+    return cell
 
 
 def contrasts_table(contrasts: pd.DataFrame, config: dict[str, Any], testsets: list[str]) -> pd.DataFrame:
-    """Per contrast: the two models, what their entries set differently, their sizes, and
-    B - A in chrF and BLEU on every test set."""
+    """Per contrast: the two models, what their entries set differently, their sizes and
+    runs, and B - A in chrF and BLEU on every test set (the primary cell in bold)."""
     rows = []
     for (a, b), pair in contrasts.groupby(["a", "b"], sort=False):
         first = pair.iloc[0]
@@ -87,6 +93,7 @@ def contrasts_table(contrasts: pd.DataFrame, config: dict[str, Any], testsets: l
             "B": f"`{b}`",
             "what differs": differences(config, a, b),
             "parameters A / B": f"{first.params_a:.2f}M / {first.params_b:.2f}M",
+            "runs A / B": f"{first.seeds_a} / {first.seeds_b}",
         }
         for metric, name in (("chrf", "ΔchrF"), ("bleu", "ΔBLEU")):
             for testset in testsets:
@@ -165,6 +172,12 @@ def cost_table(cost: pd.DataFrame, jobs: pd.DataFrame) -> tuple[pd.DataFrame, fl
     return table, jobs.seconds.sum() / 3600
 
 
+def primary_name(config: dict[str, Any]) -> str:
+    """The primary metric and test set in words ("chrF on test_2016_flickr")."""
+    metric, testset = primary(config)
+    return f"{METRIC_NAMES[metric]} on {testset}"
+
+
 def results_block(folder: Path, config: dict[str, Any]) -> str:
     """The README's results of the published experiment in `folder`, as Markdown."""
     layout = Layout(str(folder))
@@ -184,9 +197,11 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
     ]
     if not contrasts.empty:
         parts += [
-            "The contrasts, B against A with the training run as the unit: the mean difference over "
-            "seeds, its 95% interval, and the verdict of the contrast table (A or B better, with "
-            "Holm's p over the contrasts of a test set; ≈ equivalent within the margin; ? undecided). "
+            "The contrasts, B against A with the training run as the unit: the difference of the "
+            "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
+            f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Holm's p "
+            "over the contrasts), ≈ equivalent within the margin, or ? undecided, with the difference "
+            "these runs would detect at 80% power. Every other cell describes. "
             '"What differs" lists every hyperparameter the two entries resolve to differently.',
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",

@@ -101,37 +101,49 @@ def markdown_scores(table: pd.DataFrame, tests: list[dict]) -> str:
 METRIC_NAMES = {"chrf": "chrF", "bleu": "BLEU"}
 
 
-def finding(rows: pd.DataFrame, metric: str) -> str:
-    """What one contrast's rows (one per test set) say in `metric`, by the contrast table's
-    verdicts: one clause when every test set agrees, else one per test set."""
-    name, a, b = METRIC_NAMES[metric], rows.a.iloc[0], rows.b.iloc[0]
-    verdicts, deltas = set(rows[f"{metric}_verdict"]), rows[f"{metric}_delta"]
-    low, high = f"{deltas.min():+.2f}", f"{deltas.max():+.2f}"
-    span = low if low == high else f"{low} to {high}"
-    if len(verdicts) == 1:
-        (verdict,) = verdicts
-        worst = f"Holm p <= {rows[f'{metric}_p'].max():.3f}"
-        if verdict in ("A better", "B better"):
-            winner, loser = (b, a) if verdict == "B better" else (a, b)
-            return f"{winner} beats {loser} in {name} on every test set ({span} points, B - A; {worst})"
-        if verdict.startswith("equivalent"):
-            return f"{a} and {b} are {verdict} {name} points on every test set ({span})"
-        return f"{name} cannot tell {a} and {b} apart on any test set ({span} points, undecided)"
-    parts = [
-        f"{r.testset}: {r[f'{metric}_delta']:+.2f} [{r[f'{metric}_ci']}], {r[f'{metric}_verdict']}"
-        for _, r in rows.iterrows()
-    ]
-    return f"{name}, B - A: " + "; ".join(parts)
+def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
+    """Of one contrast's rows (one per test set), the pre-declared one and its metric:
+    the cell with a verdict (every other is "descriptive"); None if it has none."""
+    for metric in METRIC_NAMES:
+        chosen = rows[rows[f"{metric}_verdict"] != "descriptive"]
+        if len(chosen):
+            return chosen.iloc[0], metric
+    return None
+
+
+def finding(row: pd.Series, metric: str) -> str:
+    """What a contrast's primary cell says, by its verdict: a difference with Welch's and
+    Holm's p, equivalence within the margin, or undecided with what these runs could detect."""
+    name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
+    where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
+    verdict = row[f"{metric}_verdict"]
+    if min(row.seeds_a, row.seeds_b) < 2:
+        return f"{where}: B - A {delta:+.2f} from one run of a model, no claim"
+    if verdict in ("A better", "B better"):
+        winner, loser = (b, a) if verdict == "B better" else (a, b)
+        return (
+            f"{winner} beats {loser} in {where} by {abs(delta):.2f} points (B - A {delta:+.2f}, 95% "
+            f"[{ci}]; Welch p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
+        )
+    if verdict.startswith("equivalent"):
+        return f"{a} and {b} are {verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}])"
+    return (
+        f"{where} cannot tell {a} and {b} apart (B - A {delta:+.2f}, 95% [{ci}], Holm "
+        f"p={row[f'{metric}_p_holm']:.3f}); these runs would detect {row[f'{metric}_mde']:.2f} points "
+        "at 80% power"
+    )
 
 
 def answer(contrasts: pd.DataFrame) -> list[str]:
     """The study's answer, one sentence per contrast (B against A), generated from the
-    contrast table's seed-level statistics: nothing in it is written by hand."""
+    contrast table's primary cells (nothing in it is written by hand); the other test
+    sets and metrics are descriptive and make no claim."""
     sentences = []
     for (a, b), rows in contrasts.groupby(["a", "b"], sort=False):
-        seeds = int(rows.seeds.min())
-        unit = f"{seeds} seeds" if seeds > 1 else "1 seed: no seed-level claim"
-        sentences.append(f"{b} against {a} ({unit}): {finding(rows, 'chrf')}; {finding(rows, 'bleu')}.")
+        found = primary_cell(rows)
+        runs = f"{int(rows.seeds_a.iloc[0])} and {int(rows.seeds_b.iloc[0])} runs"
+        said = finding(*found) if found else "no pre-declared test set among its rows, no claim"
+        sentences.append(f"{b} against {a} ({runs}): {said}.")
     return sentences
 
 

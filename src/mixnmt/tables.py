@@ -68,34 +68,36 @@ def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
 
 
 def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any]]) -> pd.DataFrame:
-    """Per contrast (B against A) and test set, with the training run as the unit: both
-    models' parameters without embeddings (millions: a contrast should change one thing,
-    at about equal size), their BLEU and chrF (means over seeds), B minus A with its 95%
-    interval from a bootstrap of seeds and sentences, the Holm-adjusted p over the test
-    set's contrasts and the verdict (a difference, equivalence within the margin, or
-    undecided); last, sacreBLEU's paired-bootstrap p of each seed (the test sentences'
-    sampling only)."""
+    """Per contrast (B against A) and test set, with the training run as the unit: each
+    model's runs and parameters without embeddings (millions: a contrast should change one
+    thing, at about equal size), and per metric both models' mean score, B minus A with
+    Welch's 95% interval and p, the Holm-adjusted p and the verdict (primary cells only;
+    the rest say "descriptive"), the minimum detectable effect, the secondary bootstrap of
+    runs and sentences, and last sacreBLEU's paired-bootstrap p of each seed (the test
+    sentences' sampling only)."""
     params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
     rows = []
     for c in contrast_runs:
         for r in c["contrasts"]:
-            row = {"testset": r["testset"], "a": r["a"], "b": r["b"], "seeds": r["seeds"]}
+            row = {key: r[key] for key in ("testset", "a", "b", "seeds_a", "seeds_b")}
             row |= {"params_a": params.get(r["a"]), "params_b": params.get(r["b"])}
             for key in ("bleu", "chrf"):
-                row |= {
-                    f"{key}_a": r[f"{key}_a"],
-                    f"{key}_b": r[f"{key}_b"],
-                    f"{key}_delta": r[f"{key}_delta"],
-                    f"{key}_ci": f"{r[f'{key}_low']:+.2f} .. {r[f'{key}_high']:+.2f}",
-                    f"{key}_p": r[f"{key}_p_holm"],
-                    f"{key}_verdict": r[f"{key}_verdict"],
-                    f"{key}_p_seeds": " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"]),
-                }
+                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("a", "b", "delta")}
+                row[f"{key}_ci"] = interval(r[f"{key}_low"], r[f"{key}_high"])
+                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("p", "p_holm", "mde", "verdict")}
+                row[f"{key}_boot_ci"] = interval(r[f"{key}_boot_low"], r[f"{key}_boot_high"])
+                row[f"{key}_boot_p"] = r[f"{key}_boot_p"]
+                row[f"{key}_p_seeds"] = " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"])
             rows.append(row)
-    return pd.DataFrame(rows, columns=["testset", "a", "b", "seeds"] if not rows else None)
+    return pd.DataFrame(rows, columns=["testset", "a", "b", "seeds_a", "seeds_b"] if not rows else None)
 
 
-CONTRAST_HEADERS = {"testset": "test set", "a": "A", "b": "B", "seeds": "seeds"} | {
+def interval(low: float | None, high: float | None) -> str:
+    """An interval as the tables write it ("-0.50 .. +1.20"); empty where undefined."""
+    return "" if low is None else f"{low:+.2f} .. {high:+.2f}"
+
+
+CONTRAST_HEADERS = {"testset": "test set", "a": "A", "b": "B", "seeds_a": "runs A", "seeds_b": "runs B"} | {
     "params_a": "params A (M)",
     "params_b": "params B (M)",
 }
@@ -103,9 +105,13 @@ METRIC_HEADERS = {  # per metric, under its name
     "a": "A",
     "b": "B",
     "delta": "B - A",
-    "ci": "95% interval",
-    "p": "Holm p",
+    "ci": "95% interval (Welch)",
+    "p": "Welch p",
+    "p_holm": "Holm p",
+    "mde": "detectable",
     "verdict": "verdict",
+    "boot_ci": "bootstrap 95%",
+    "boot_p": "bootstrap p",
     "p_seeds": "p per seed (its sentences only)",
 }
 
@@ -118,7 +124,8 @@ def contrasts_html(table: pd.DataFrame) -> str:
     metrics = {"bleu": "BLEU", "chrf": "chrF"}
     shown = table[[*CONTRAST_HEADERS, *(f"{m}_{c}" for m in metrics for c in METRIC_HEADERS)]].copy()
     for m in metrics:
-        shown[f"{m}_p"] = shown[f"{m}_p"].map(lambda x: "" if pd.isna(x) else f"{x:.3f}")
+        for column in ("p", "p_holm", "boot_p"):
+            shown[f"{m}_{column}"] = shown[f"{m}_{column}"].map(lambda x: "" if pd.isna(x) else f"{x:.3f}")
         shown[f"{m}_delta"] = shown[f"{m}_delta"].map(lambda x: "" if pd.isna(x) else f"{x:+.2f}")
     shown.columns = pd.MultiIndex.from_tuples(
         [("", h) for h in CONTRAST_HEADERS.values()]

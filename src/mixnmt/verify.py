@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from mixnmt import MixnmtError
-from mixnmt.config import fingerprints, load, read, selected
+from mixnmt.config import fingerprints, load, primary, read, selected
 from mixnmt.data import read_parallel
 from mixnmt.evaluate import aggregate, bleu_by_length, measured
 from mixnmt.figures import FIGURES
@@ -385,6 +385,14 @@ class Verification:
             pairs = [[r["a"], r["b"]] for r in payload["contrasts"]]
             if pairs != [list(p) for p in analysis["contrasts"]]:
                 return "its contrasts are not the configuration's analysis.contrasts"
+            metric, testset = primary(self.config)
+            wanted = metric if payload["testset"] == testset else None
+            if payload.get("primary") != wanted or payload["margin"] != analysis["equivalence"]:
+                return (
+                    f"primary metric {payload.get('primary')}, margin {payload['margin']}; the "
+                    f"configuration's (analysis.primary, analysis.equivalence): {wanted}, "
+                    f"{analysis['equivalence']}"
+                )
         return None
 
     def check_lengths(self, testset: str) -> None:

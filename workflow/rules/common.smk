@@ -7,7 +7,7 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from mixnmt import MixnmtError
-from mixnmt.config import TrainConfig, fingerprints, pinned, prepare_arguments, selected
+from mixnmt.config import TrainConfig, fingerprints, pinned, prepare_arguments, primary, selected
 from mixnmt.files import refuse_links
 from mixnmt.inputs import BENCHMARKED, INPUTS, input_files
 from mixnmt.paths import Layout, run
@@ -129,6 +129,12 @@ def contrasted_runs(testset, suffix=".txt"):
     return {
         run(m, s): translation(m, testset, s, suffix) for m in contrasted for s in SEEDS
     }
+
+
+def primary_metric(testset):
+    """--primary METRIC where `testset` is the pre-declared one (analysis.primary), else nothing."""
+    metric, chosen = primary(config)
+    return ["--primary", metric] if testset == chosen else []
 
 
 def every_run(pattern):

@@ -60,11 +60,13 @@ rule contrasts:
         pairs=[f"{a}:{b}" for a, b in config["analysis"]["contrasts"]],
         resamples=config["analysis"]["bootstrap"],
         margin=config["analysis"]["equivalence"],
+        primary=lambda w: primary_metric(w.testset),
         runs=RUNS,
     shell:
         "mixnmt contrasts --testset {wildcards.testset:q} --references {input.references:q}"
         " --pairs {params.pairs:q} --resamples {params.resamples} --margin {params.margin}"
-        " --runs {params.runs:q} --output {output:q} {params.translations:q} 2> {log:q}"
+        " {params.primary:q} --runs {params.runs:q} --output {output:q} {params.translations:q}"
+        " 2> {log:q}"
 
 
 rule aggregate:
