@@ -21,7 +21,7 @@ from mixnmt.verify import verify
 MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
 PUBLISHED = ROOT / "results" / "multi30k-cpu"
 OVERLAY = ROOT / "experiments" / "cpu.yaml"
-MODEL = CONFIG["analysis"]["baseline"]  # a model of the published study
+MODEL = yaml.safe_load(OVERLAY.read_text())["only"][0]  # a model of the published study
 RUN, OTHER_SEED = (MODEL, 1), 2
 TESTSET = next(iter(CONFIG["datasets"][CONFIG["dataset"]]["test"]))
 

@@ -86,12 +86,12 @@ def test_dry_run_lists_every_stage(workdir):
             assert f"results/multi30k/checkpoints/{model}/seed{seed}.pt" in result.stdout
 
 
-def test_cpu_experiment_runs_its_key_contrasts_with_three_seeds_on_every_test_set(workdir):
+def test_cpu_experiment_runs_its_key_contrasts_with_five_seeds_on_every_test_set(workdir):
     result = snakemake(workdir, "-n", "--configfile", str(ROOT / "experiments" / "cpu.yaml"))
     assert result.returncode == 0, result.stderr
     cpu = yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text())
     tests = list(CONFIG["datasets"][CONFIG["dataset"]]["test"])
-    assert cpu["seeds"] == [1, 2, 3] and {"test_2017_flickr", "test_2018_flickr"} <= set(tests)
+    assert cpu["seeds"] == [1, 2, 3, 4, 5] and {"test_2017_flickr", "test_2018_flickr"} <= set(tests)
     counts = jobs(result)
     assert counts["train"] == counts["reliance"] == 3 * len(cpu["only"])
     assert counts["translate"] == counts["score"] == 3 * len(cpu["only"]) * len(tests)
@@ -103,10 +103,14 @@ def test_cpu_experiment_runs_its_key_contrasts_with_three_seeds_on_every_test_se
     knobs = {
         name: resolve(name, {**CONFIG["models"][name], **cpu["models"][name]})[1] for name in cpu["only"]
     }
-    differ = [{k for k in knobs[a] if knobs[a][k] != knobs[b][k]} for a, b in cpu["analysis"]["contrasts"]]
-    # K=64 against 0; source access; the update gate; the gated cell's source in h_0 only
-    assert {"components"} in differ and {"source"} in differ and {"gate"} in differ
-    assert {"source", "hidden"} in differ
+    pairs = cpu["analysis"]["contrasts"]
+    differ = {(a, b): {k for k in knobs[a] if knobs[a].get(k) != knobs[b].get(k)} for a, b in pairs}
+    # K=64 against 0 and the source's access, one knob each; the second order pays for its
+    # second component bank with width; attention against the mixture is two designs
+    assert sum(d == {"components"} for d in differ.values()) == 2
+    assert sum(d == {"source"} for d in differ.values()) == 2
+    assert differ["mixture-summary-gated", "mixture2-summary-gated"] == {"d_model"}
+    assert len(pairs) == len(differ) == 6
     assert "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw" in result.stdout
 
 
