@@ -26,7 +26,6 @@ CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 TINY = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
 TINY_MODELS: dict[str, dict] = TINY["models"]  # small models of every architecture
 FAST = "transformer"  # the tiny model that single-model tests train and decode: the quickest learner
-CELL = "attention"  # a tiny model whose decoder steps a GRU cell (under bf16: products in bf16)
 # Operators dispatched per decoder step by the tiny recurrent models, as reached, in steps of
 # a textbook GRU decoder (19 operators in torch 2.13: 37, 52, 96 and 42): they are
 # launch-bound on a GPU, so a change that adds to these is a slowdown (train.compile fuses
