@@ -154,8 +154,8 @@ def welch(a: list[float], b: list[float]) -> dict[str, float]:
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
     if se == 0:  # every run of both models scores the same
-        return dict(delta=delta, low=delta, high=delta, low90=delta, high90=delta, p=float(delta == 0) or 0.0,
-                    df=math.inf, mde=0.0)  # fmt: skip
+        p = 1.0 if delta == 0 else 0.0  # no spread: the difference is exact
+        return dict(delta=delta, low=delta, high=delta, low90=delta, high90=delta, p=p, df=math.inf, mde=0.0)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     t = student(df)
     half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
