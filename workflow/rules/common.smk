@@ -7,7 +7,14 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from mixnmt import MixnmtError
-from mixnmt.config import TrainConfig, fingerprints, pinned, prepare_arguments, primary, selected
+from mixnmt.config import (
+    TrainConfig,
+    fingerprints,
+    pinned,
+    prepare_arguments,
+    primary,
+    selected,
+)
 from mixnmt.files import refuse_links
 from mixnmt.inputs import BENCHMARKED, INPUTS, input_files
 from mixnmt.paths import Layout, run
