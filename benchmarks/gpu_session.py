@@ -124,6 +124,18 @@ def run_until(command: list[str | Path], deadline: float, log: Path, grace: floa
         return code
 
 
+def run_study(command: list[str | Path], deadline: float, log: Path, grace: float) -> int:
+    """`run_until` for Snakemake: if it had to be killed, its lock on the working
+    directory is released (`--unlock`), or the next call's study stops at once with
+    LockException (seen on the first GPU slot: Snakemake outlived a 30 s grace)."""
+    code = run_until(command, deadline, log, grace)
+    if code == -signal.SIGKILL:
+        with log.open("a") as out:
+            out.write("# Snakemake was killed: releasing its lock\n")
+        subprocess.run([*command, "--unlock"], cwd=ROOT, capture_output=True, check=True)
+    return code
+
+
 def group_alive(pgid: int) -> bool:
     """Whether a process of group `pgid` (not yet reaped) is left."""
     try:
@@ -293,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rest = deadline - time.time() - a.grace - 30  # then stop, save, pack
     end = step("study", min(rest, 60 * a.study_minutes) if a.study_minutes else rest)
-    code = run_until(study, end, a.out / "study.log", a.grace)
+    code = run_study(study, end, a.out / "study.log", a.grace)
     print(f"study: exit {code} ({'finished' if code == 0 else 'stopped or failed; rerun to resume'})")
 
     results = a.directory / "results" / experiment

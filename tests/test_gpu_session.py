@@ -103,6 +103,30 @@ def test_an_interrupted_session_stops_its_group(tmp_path):
 
 
 @pytest.mark.slow(seconds=130)
+def test_a_killed_study_leaves_no_lock_behind(tmp_path):
+    """Snakemake killed at the end of the grace keeps its lock on the directory; the next
+    call's study would stop at once (LockException), as on the first GPU slot."""
+    (tmp_path / "Snakefile").write_text(
+        'rule slow:\n    output: "done"\n    shell: "sleep 60; touch {output}"\n'
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        tmp_path / "Snakefile",
+        "-d",
+        tmp_path,
+        "--cores",
+        "1",
+    ]
+    deadline = time.time() + 15
+    code = gpu_session.run_study(command, deadline, tmp_path / "log", grace=0)
+    assert code == -signal.SIGKILL
+    assert "releasing its lock" in (tmp_path / "log").read_text()
+    assert not list((tmp_path / ".snakemake" / "locks").glob("*")), "the lock is still there"
+
+
 def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
     """Checks and benchmark (quick), then the tiny study stopped at the deadline while it
     trains: the trainers save their states, and the tarball leaves them out."""
