@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 from conftest import ROOT
 
@@ -29,3 +31,17 @@ def test_speed_refuses_what_it_cannot_measure_or_keep_at_once(argv, message, tmp
         cwd=tmp_path,
     )
     assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("device, runs", [("cpu", [1, 1, 1, 1]), ("cuda", [2, 2, 2, 2])])
+def test_speed_times_a_gpu_on_shapes_it_has_seen(device, runs, monkeypatch):
+    """On a GPU every batch runs once untimed, then all are timed; elsewhere the first
+    two warm up and the rest are timed."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import speed
+
+    monkeypatch.setattr(speed, "sync", lambda device: None)
+    batches = [SimpleNamespace(target_tokens=10 * (i + 1)) for i in range(4)]
+    seen = []
+    rate = speed.throughput(seen.append, batches, torch.device(device))
+    assert [sum(b is batch for b in seen) for batch in batches] == runs and rate > 0
