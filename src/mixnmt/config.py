@@ -398,7 +398,8 @@ def cpu_notice(config: dict[str, Any], cores: int, runs: int | None = None) -> s
     return (
         f"no GPU here: this run has {runs} training jobs (one per model and seed) of {length} on "
         f"{megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU cores. The CPU "
-        "experiment (the key contrasts, 3 seeds of two epochs, about 2.5 hours on 2 cores) is "
+        "experiment (part one of the study: small models, five seeds of two epochs each, 1.6 hours on "
+        "2 cores as published) is "
         "`snakemake --cores all --configfile experiments/cpu.yaml`."
     )
 
