@@ -624,3 +624,25 @@ def test_on_a_gpu_a_latent_training_takes_the_shares_its_memory_needs(workdir, t
     holding = {name for name, (arch, h) in entries.items() if REGISTRY[arch].held_bytes(h, 1, 1, 1)}
     assert set(shares) == set(TINY["only"]) and holding  # the latent model
     assert shares == {name: 4 if name in holding else 1 for name in shares}
+
+
+def test_a_stopped_run_says_its_states_are_saved_and_a_rerun_says_it_resumes(workdir):
+    """A stop fails the running training jobs; the terminal then names the runs whose
+    states were saved, and the next start names those it resumes (here a failing
+    download stands in for the stop)."""
+    from mixnmt.paths import Layout
+
+    model = next(iter(CONFIG["models"]))
+    layout = Layout(f"results/{CONFIG['experiment']}")
+    state = workdir / layout.state(model, 1)
+    state.parent.mkdir(parents=True)
+    state.write_bytes(b"a saved state")
+    found = CONFIG["datasets"][CONFIG["dataset"]]["train"][CONFIG["src"]]["file"]
+    (workdir / "empty").mkdir()
+    result = snakemake(
+        workdir, f"data/{CONFIG['dataset']}/{found}", "--config", f"mirror={workdir / 'empty'}"
+    )
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert f"resuming from their saved training states: {model}/seed1" in said
+    assert f"training states saved: {model}/seed1; the same command resumes them" in said

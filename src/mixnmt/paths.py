@@ -5,6 +5,7 @@ benchmarks/gpu_session.py) share. Arguments default to Snakemake wildcards."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 CHECKPOINTS = "checkpoints"
 """The folder of trained weights: what a results tarball leaves out."""
@@ -42,6 +43,12 @@ class Layout:
     def state(self, model: str = "{model}", seed: str | int = "{seed}") -> str:
         """One training run's resumable state, kept only while it trains."""
         return f"{self.root}/{STATES}/{run(model, seed)}.pt"
+
+    def saved_runs(self) -> list[str]:
+        """The runs (<model>/seed<seed>) whose training stopped with its state saved: the
+        same command resumes them."""
+        states = Path(self.root) / STATES
+        return sorted(p.relative_to(states).with_suffix("").as_posix() for p in states.glob("*/seed*.pt"))
 
     def translation(self, model: str, testset: str, seed: str | int = "{seed}", suffix: str = ".txt") -> str:
         """A translation (.txt), or with suffix=".json" the record of what made it."""

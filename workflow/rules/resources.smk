@@ -68,3 +68,17 @@ onstart:
             )
         if notice:
             logger.warning(notice)
+    saved = LAYOUT.saved_runs()
+    if saved:
+        logger.info(
+            f"resuming from their saved training states: {', '.join(saved)}"
+        )
+
+
+onerror:
+    # A stop (Ctrl-C, SIGTERM) fails the running training jobs; their states are saved.
+    saved = LAYOUT.saved_runs()
+    if saved:
+        logger.warning(
+            f"training states saved: {', '.join(saved)}; the same command resumes them"
+        )
