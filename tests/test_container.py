@@ -41,9 +41,12 @@ def environment_pins() -> tuple[str, dict[str, str]]:
             if isinstance(dep, str) and dep.startswith("python="):
                 pythons.add(dep.removeprefix("python="))
             elif isinstance(dep, dict):
-                for pin in dep["pip"]:
-                    package, version = pin.split("==")
-                    assert pins.setdefault(package.lower(), version) == version, f"{path}: {pin} differs"
+                for line in dep["pip"]:
+                    if line.startswith("-"):  # an option: torch.yaml's CPU index
+                        continue
+                    package, version = line.partition(";")[0].strip().split("==")
+                    version = version.partition("+")[0]  # torch's CPU build: the same torch
+                    assert pins.setdefault(package.lower(), version) == version, f"{path}: {line} differs"
     (python,) = pythons
     return python, pins
 

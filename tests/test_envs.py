@@ -29,18 +29,24 @@ def rules() -> list[tuple[str, str, str]]:
     found = []
     for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
         for block in re.split(r"\n(?=\s*rule\b)", path.read_text()):
-            env = re.search(r'conda:\s*"\.\./\.\./envs/(\w+)\.yaml"', block)
+            env = re.search(r'conda:\s*(?:"\.\./\.\./envs/(\w+)\.yaml"|(TORCH_ENV))', block)
             command = re.search(r'"mixnmt ([\w-]+)', block)
             name = re.search(r"rule (\w+):|name:\s*f?\"([\w{}]+)\"", block)
             if env and command and name:
-                found.append((name.group(1) or name.group(2), env.group(1), command.group(1)))
+                environment = env.group(1) or "torch"  # TORCH_ENV: torch, or torch-cuda (its twin)
+                found.append((name.group(1) or name.group(2), environment, command.group(1)))
     return found
 
 
-def packages(env: str) -> set[str]:
+def pip_lines(env: str) -> list[str]:
+    """The pip requirements of envs/`env`.yaml, without pip's options (an index)."""
     spec = yaml.safe_load((ROOT / "envs" / f"{env}.yaml").read_text())
     pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict))
-    return {re.split("[=<>]", p)[0].lower() for p in pip}
+    return [line for line in pip if not line.startswith("-")]
+
+
+def packages(env: str) -> set[str]:
+    return {re.split("[=<>]", p)[0].lower() for p in pip_lines(env)}
 
 
 def test_every_rule_that_runs_mixnmt_has_a_pinned_environment():
@@ -51,11 +57,34 @@ def test_every_rule_that_runs_mixnmt_has_a_pinned_environment():
     # readme writes it into the README: no rule runs them
     for_people = {"config", "verify", "readme"}
     assert {command for _, _, command in found} == set(COMMANDS) - for_people
-    for _, env, _ in found:
-        spec = yaml.safe_load((ROOT / "envs" / f"{env}.yaml").read_text())
-        pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict))
+    for env in {env for _, env, _ in found} | {"torch-cuda"}:
+        pip = pip_lines(env)
         assert all("==" in p for p in pip), (env, pip)
         assert (ROOT / "envs" / f"{env}.post-deploy.sh").exists()  # installs mixnmt itself
+
+
+def besides_torch(env_text: str) -> list[str]:
+    """An environment file's lines but its comments and torch's."""
+    return [line for line in env_text.splitlines() if not line.startswith("#") and "torch" not in line]
+
+
+def test_the_model_jobs_install_pytorchs_cpu_build_unless_asked_for_cuda():
+    """envs/torch.yaml is envs/torch-cuda.yaml with PyTorch's CPU build of the same torch;
+    `torch_build` picks one, auto by whether Snakemake sees a GPU."""
+    from mixnmt.device import torch_environment
+
+    cpu, cuda = (ROOT / "envs" / "torch.yaml").read_text(), (ROOT / "envs" / "torch-cuda.yaml").read_text()
+    (pin,) = [p for p in pip_lines("torch-cuda") if p.startswith("torch==")]
+    assert "- --extra-index-url https://download.pytorch.org/whl/cpu\n" in cpu  # a torch line too
+    assert f'- {pin}+cpu; sys_platform == "linux" and platform_machine == "x86_64"' in cpu
+    assert besides_torch(cpu) == besides_torch(cuda)
+    builds = ("auto", "cpu", "cuda")
+    picked = {(build, gpu): torch_environment(build, gpu) for build in builds for gpu in (0, 1)}
+    assert picked == {
+        ("auto", 0): "torch", ("auto", 1): "torch-cuda",
+        ("cpu", 0): "torch", ("cpu", 1): "torch",
+        ("cuda", 0): "torch-cuda", ("cuda", 1): "torch-cuda",
+    }  # fmt: skip
 
 
 def lacking(env: str) -> list[str]:

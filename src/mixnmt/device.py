@@ -50,6 +50,13 @@ def autocast_dtype(device: torch.device, setting: Precision) -> torch.dtype | No
     return torch.float16 if device.type == "cuda" and not native_bf16(device) else torch.bfloat16
 
 
+def torch_environment(build: Literal["auto", "cpu", "cuda"], gpu: bool) -> str:
+    """The conda environment of envs/ that installs the PyTorch build `build` (the config's
+    `torch_build`): "torch-cuda" (PyPI's wheel, with CUDA), or "torch" (PyTorch's CPU
+    build); "auto" is CUDA's where Snakemake sees a `gpu`."""
+    return "torch-cuda" if build == "cuda" or (build == "auto" and gpu) else "torch"
+
+
 def keep_freed_memory() -> None:
     """Have glibc's malloc keep freed memory for reuse instead of returning it to the
     system. Each training step allocates and frees tensors of tens of MB (a batch's logits

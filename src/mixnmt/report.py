@@ -217,9 +217,10 @@ def figure(path: Path, alt: str) -> str:
     )
 
 
-RUN_ONLY = ("mirror", "container", "allow_cpu")
+RUN_ONLY = ("mirror", "container", "allow_cpu", "torch_build")
 """Keys that say where and how a run runs (where the checksum-pinned files came from, the
-image, whether a CPU may train it): no result depends on them."""
+image, whether a CPU may train it, the PyTorch build of its environments): no result
+depends on them."""
 
 
 def reported(config: dict) -> dict:

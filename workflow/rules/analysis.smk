@@ -35,7 +35,7 @@ rule speed:
     benchmark:
         benchmarked("speed")
     conda:
-        "../../envs/torch.yaml"
+        TORCH_ENV
     threads: lambda wildcards: workflow.cores if workflow.local_exec else 8
     resources:
         gpu=model_gpu,
@@ -65,7 +65,7 @@ rule reliance:
         benchmarked("reliance")
     priority: seed_priority
     conda:
-        "../../envs/torch.yaml"
+        TORCH_ENV
     threads: model_threads(2)
     resources:
         gpu=model_gpu,
@@ -96,7 +96,7 @@ rule analyse:
     benchmark:
         benchmarked("analyse")
     conda:
-        "../../envs/torch.yaml"
+        TORCH_ENV
     threads: model_threads(2)
     resources:
         gpu=model_gpu,

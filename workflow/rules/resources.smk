@@ -6,7 +6,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from mixnmt.config import cpu_notice
-from mixnmt.device import gpu_shares, pick_device
+from mixnmt.device import gpu_shares, pick_device, torch_environment
 
 # The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
 # counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
@@ -17,6 +17,9 @@ from mixnmt.device import gpu_shares, pick_device
 # job on both. The speed rule asks for the whole machine, so its timings are its own.
 NO_GPU = pick_device().type == "cpu"
 WHOLE_GPU = 1024  # a gpu_jobs request above the limit is cut to it: every slot
+# The conda environment (--use-conda) of the jobs that run a model: PyTorch with CUDA, or
+# its CPU build (config `torch_build`; auto: CUDA where Snakemake sees a GPU).
+TORCH_ENV = f"../../envs/{torch_environment(config['torch_build'], not NO_GPU)}.yaml"
 
 
 def cpu_only():

@@ -13,7 +13,7 @@ rule train:
         benchmarked("train")
     priority: seed_priority
     conda:
-        "../../envs/torch.yaml"
+        TORCH_ENV
     threads: model_threads(8)
     resources:
         gpu=model_gpu,

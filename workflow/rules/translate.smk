@@ -12,7 +12,7 @@ rule translate:
         benchmarked("translate")
     priority: seed_priority
     conda:
-        "../../envs/torch.yaml"
+        TORCH_ENV
     threads: model_threads(2)
     resources:
         gpu=model_gpu,
