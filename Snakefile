@@ -30,4 +30,5 @@ rule all:
     default_target: True
     input:
         LAYOUT.summary(),
+        rules.headline.output,
         LAYOUT.report,

@@ -89,8 +89,14 @@ def test_dvc_repro_push_and_pull(tmp_path):
     assert stages_run(first.stdout) == {"prepare", "report"} | train | evaluate
     out = work / "results" / "tiny"
     assert (out / "report.html").exists() and (out / "scores.json").exists()
-    metrics = run("dvc", "metrics", "show", "--json", cwd=work).stdout
-    assert '"bleu"' in metrics and "test_a" in metrics
+    # `dvc metrics show`: a short row per model and test set
+    shown = json.loads(run("dvc", "metrics", "show", "--json", cwd=work).stdout)[""]["data"]
+    headline = {
+        str(Path("results", "tiny", "headline", m, f"{t}.json")) for m in MODELS for t in ("test_a", "test_b")
+    }
+    assert set(shown) == headline and all(set(f["data"]) >= {"bleu", "chrf", "runs"} for f in shown.values())
+    table = run("dvc", "metrics", "show", cwd=work).stdout.splitlines()
+    assert len(table) == 1 + len(headline) and max(map(len, table)) < 120, table
 
     again = run("dvc", "repro", cwd=work)
     assert stages_run(again.stdout) == set() and "Data and pipelines are up to date" in again.stdout
@@ -118,7 +124,7 @@ def test_dvc_repro_push_and_pull(tmp_path):
     assert stages_run(changed.stdout) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
     shown = experiment_scores(json.loads(run("dvc", "exp", "show", "--json", cwd=work).stdout))
     for name in ("HEAD", "variant"):
-        assert all(shown[name]["test_a"][m]["bleu"] >= 0 for m in MODELS), (name, shown)
+        assert all(shown[name][m]["test_a"]["bleu"] >= 0 for m in MODELS), (name, shown)
     # The plots overlay every model's learning curve.
     plots = json.loads(run("dvc", "plots", "show", "--json", cwd=work).stdout)["data"]
     for name in ("validation loss", "validation BLEU"):
@@ -147,15 +153,18 @@ def test_dvc_repro_push_and_pull(tmp_path):
 
 
 def experiment_scores(shown: list[dict]) -> dict[str, dict]:
-    """Experiment name (HEAD for the baseline commit) -> its scores.json, from `dvc exp
-    show --json`."""
-    found = {}
+    """Experiment name (HEAD for the baseline commit) -> {model: {test set: its headline
+    scores}}, from `dvc exp show --json`."""
+    found: dict[str, dict] = {}
+    folder = Path("results", TINY["experiment"], "headline")
 
     def visit(node: dict, name: str) -> None:
         metrics = (node.get("data") or {}).get("metrics") or {}
-        scores = metrics.get(f"results/{TINY['experiment']}/scores.json", {}).get("data")
-        if scores:
-            found[name] = scores
+        for path, file in metrics.items():
+            if Path(path).parent.parent == folder and file.get("data"):
+                found.setdefault(name, {}).setdefault(Path(path).parent.name, {})[Path(path).stem] = file[
+                    "data"
+                ]
         for group in node.get("experiments") or []:
             for child in group.get("revs", []):
                 visit(child, child.get("name") or child["rev"])
@@ -228,15 +237,20 @@ def test_metrics_and_plots_show_the_committed_cpu_run(tmp_path):
     """On a fresh clone, `dvc metrics show` and `dvc plots show` read the published run."""
     work = project(tmp_path)
     published = Path("results") / "multi30k-cpu"
-    for name in ("scores.json", "tables/curves.tsv"):
-        (work / published / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / published / name, work / published / name)
+    shutil.copytree(ROOT / published / "headline", work / published / "headline")
+    (work / published / "tables").mkdir()
+    shutil.copy(ROOT / published / "tables" / "curves.tsv", work / published / "tables" / "curves.tsv")
     run("git", "add", "-A", cwd=work)
     run("git", "commit", "-qm", "published", cwd=work)
     metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=work).stdout)
+    headline = {
+        str(p.relative_to(ROOT)): json.loads(p.read_text()) for p in (ROOT / published).glob("headline/*/*")
+    }
+    shown = {
+        path: file["data"] for path, file in metrics[""]["data"].items() if path.startswith(str(published))
+    }
+    assert shown == headline and all("chrf_sd" in numbers for numbers in shown.values())
     scores = json.loads((ROOT / published / "scores.json").read_text())
-    shown = metrics[""]["data"][str(published / "scores.json")]["data"]
-    assert shown == scores and all("bleu" in by_model for t in shown.values() for by_model in t.values())
     plots = json.loads(run("dvc", "plots", "show", "--json", cwd=work).stdout)["data"]
     curves = [name for name in plots if name.startswith("published CPU run")]
     assert len(curves) == 2, list(plots)  # (the experiment's own curves are not made yet)

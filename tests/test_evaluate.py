@@ -142,6 +142,27 @@ def test_aggregate_names_an_unreadable_file(tmp_path):
     assert not (tmp_path / "scores.tsv").exists()
 
 
+def test_the_headline_is_a_flat_file_per_model_and_test_set(tmp_path, capsys):
+    """`mixnmt headline`: BLEU and chrF per model and test set, the mean over runs and their
+    sample standard deviation (none for one run), for `dvc metrics show`."""
+    rows = [("big", 1, "t0", 10.0, 40.0), ("big", 2, "t0", 12.0, 41.0), ("big", 3, "t0", 14.5, 45.0)]
+    rows += [("small", 1, "t0", 5.0, 30.0), ("big", 1, "t1", 9.0, 38.0)]
+    table = tmp_path / "scores.tsv"
+    pd.DataFrame(rows, columns=["model", "seed", "testset", "bleu", "chrf"]).to_csv(
+        table, sep="\t", index=False
+    )
+    outputs = [tmp_path / "headline" / model / f"{t}.json" for model, t in (("big", "t0"), ("small", "t0"))]
+    main(["headline", str(table), "--output", *map(str, outputs)])
+    big, small = (json.loads(path.read_text()) for path in outputs)
+    assert big == {"bleu": 12.17, "bleu_sd": 2.25, "chrf": 42.0, "chrf_sd": 2.65, "runs": 3}
+    assert small == {"bleu": 5.0, "chrf": 30.0, "runs": 1}  # one run: no spread to show
+    assert list(big) == ["bleu", "bleu_sd", "chrf", "chrf_sd", "runs"]  # DVC's column order
+    missing = tmp_path / "headline" / "big" / "t2.json"
+    assert main(["headline", str(table), "--output", str(missing)]) == 1
+    assert f"{table}: no run of big on t2, which {missing} would report" in capsys.readouterr().err
+    assert not missing.exists()
+
+
 def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     systems = {

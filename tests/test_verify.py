@@ -116,6 +116,14 @@ def test_a_table_row_edited(study):
     assert line.startswith(f"{path}: row 2 ({table.model[1]}, ") and "bleu: " in line
 
 
+def test_a_headline_file_edited(study):
+    path = study / "headline" / MODEL / f"{TESTSET}.json"
+    edited = json.loads(path.read_text())
+    edited["chrf"] += 0.01
+    path.write_text(json.dumps(edited))
+    assert breaks(study) == [f"{path}: differs from what scores.tsv gives"]
+
+
 def test_an_aggregation_over_two_configurations_is_refused(study, tmp_path):
     """A model entry changed since the runs were made: `mixnmt aggregate` under the new
     configuration refuses the old runs' files, naming the first and both fingerprints."""

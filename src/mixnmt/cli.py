@@ -454,6 +454,19 @@ def cmd_aggregate(a: argparse.Namespace) -> None:
     write_text(a.markdown, markdown_scores(table, tests))
 
 
+def headline_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("scores", type=Path, help="the score table (scores.tsv of `mixnmt aggregate`)")
+    s.add_argument(
+        "--output", type=Output, nargs="+", required=True, help="files named .../<model>/<testset>.json"
+    )
+
+
+def cmd_headline(a: argparse.Namespace) -> None:
+    from mixnmt.evaluate import headline
+
+    headline(a.scores, a.output)
+
+
 def significance_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
@@ -735,6 +748,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "aggregate": Command(
         cmd_aggregate, aggregate_arguments, "the score table: scores, intervals, p-values, runs"
+    ),
+    "headline": Command(
+        cmd_headline, headline_arguments, "BLEU and chrF per model and test set, flat, for `dvc metrics`"
     ),
     "significance": Command(
         cmd_significance, significance_arguments, "paired bootstrap of every system against a baseline"

@@ -411,6 +411,34 @@ def _overall_reliance(reliances: list[Path]) -> pd.DataFrame:
     return table[table.position == 0][[*keys, "difference"]].rename(columns={"difference": "reliance"})
 
 
+HEADLINE = ("bleu", "chrf")
+"""The metrics of the headline files: what a reader compares first."""
+
+
+def headline_numbers(runs: pd.DataFrame) -> dict[str, float | int]:
+    """BLEU and chrF of one model on one test set over its `runs` (rows of scores.tsv): the
+    mean and, with two runs or more, the standard deviation (ddof 1), and how many runs."""
+    numbers: dict[str, float | int] = {}
+    for metric in HEADLINE:
+        numbers[metric] = round(float(runs[metric].mean()), 2)
+        if len(runs) > 1:
+            numbers[f"{metric}_sd"] = round(float(runs[metric].std(ddof=1)), 2)
+    return numbers | {"runs": len(runs)}
+
+
+def headline(scores: Path, outputs: list[Path]) -> None:
+    """The headline scores for `dvc metrics show` and `dvc metrics diff`, one flat file per
+    model and test set (`<model>/<testset>.json`, as `Layout.headline` names them, so that
+    DVC prints a short row for each) from the score table `scores`."""
+    table = read_table(scores, ["model", "testset", *HEADLINE])
+    for path in map(Path, outputs):
+        model, testset = path.parent.name, path.stem
+        runs = table[(table["model"] == model) & (table["testset"] == testset)]
+        if runs.empty:
+            raise MixnmtError(f"{scores}: no run of {model} on {testset}, which {path} would report")
+        write_json(path, headline_numbers(runs))
+
+
 def aggregate(
     scores: list[Path],
     significances: list[Path],

@@ -89,6 +89,10 @@ class Layout:
         """The score table: scores.tsv, .md or .json."""
         return f"{self.root}/scores.{ext}"
 
+    def headline(self, model: str = "{model}", testset: str = "{testset}") -> str:
+        """A model's headline scores on a test set, for `dvc metrics show` (mixnmt headline)."""
+        return f"{self.root}/headline/{model}/{testset}.json"
+
     @property
     def report(self) -> str:
         return f"{self.root}/report.html"

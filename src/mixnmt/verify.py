@@ -30,7 +30,7 @@ import pandas as pd
 from mixnmt import MixnmtError
 from mixnmt.config import fingerprints, load, primary, read, selected
 from mixnmt.data import read_parallel
-from mixnmt.evaluate import aggregate, bleu_by_length, measured
+from mixnmt.evaluate import aggregate, bleu_by_length, headline_numbers, measured
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_lines, write_table, write_text
 from mixnmt.inputs import INPUTS, input_files
@@ -421,7 +421,7 @@ class Verification:
         self.chain.check(path, list(texts.values()), test)
 
     def check_summary(self) -> None:
-        """scores.tsv, .md and .json rebuilt from the per-run files."""
+        """scores.tsv, .md and .json rebuilt from the per-run files; the headline files."""
         layout = self.layout
         scores = [layout.score(m, t, s) for m in self.models for s in self.seeds for t in self.testsets]
         tests = [layout.significance(s, t) for s in self.seeds for t in self.testsets]
@@ -449,6 +449,20 @@ class Verification:
                     [layout.summary()],
                     lambda same=same: None if same() else "differs from what the score files give",
                 )
+        self.check_headline()
+
+    def check_headline(self) -> None:
+        """Each headline file against the score table's runs of its model and test set."""
+        for model in self.models:
+            for testset in self.testsets:
+
+                def test(model: str = model, testset: str = testset) -> str | None:
+                    table = read_table(self.layout.summary(), ["model", "testset"])
+                    runs = table[(table["model"] == model) & (table["testset"] == testset)]
+                    found = read_json(self.layout.headline(model, testset))
+                    return None if found == headline_numbers(runs) else "differs from what scores.tsv gives"
+
+                self.chain.check(self.layout.headline(model, testset), [self.layout.summary()], test)
 
     def check_table(self, name: str, kinds: tuple[str, ...], files: dict[str, list[str]]) -> None:
         path = self.layout.table(name)

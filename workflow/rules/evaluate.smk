@@ -98,3 +98,18 @@ rule aggregate:
         "mixnmt aggregate --scores {input.scores:q} --significance {input.significance:q}"
         " --manifests {input.manifests:q} --reliance {input.reliance:q} --output {output.table:q}"
         " --markdown {output.markdown:q} --metrics {output.metrics:q} --runs {params.runs:q} 2> {log:q}"
+
+
+rule headline:
+    input:
+        LAYOUT.summary(),
+    output:
+        expand(LAYOUT.headline(), model=MODELS, testset=TESTSETS),
+    log:
+        logged("headline"),
+    group:
+        "summary"
+    conda:
+        "../../envs/text.yaml"
+    shell:
+        "mixnmt headline {input:q} --output {output:q} 2> {log:q}"
