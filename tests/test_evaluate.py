@@ -402,6 +402,22 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
     )
 
 
+def test_the_reports_first_line_counts_the_contrasts_verdicts():
+    from mixnmt.report import answer_html, glance
+
+    table = contrast_rows([(1.5, "B better", 0.007)])
+    other = lambda a, b, verdict, seeds=5: contrast_rows([(0.1, verdict, 0.5)], seeds).assign(a=a, b=b)  # noqa: E731
+    table = pd.concat([table, other("c", "d", "undecided"), other("e", "f", "equivalent (within 1)")])
+    table = pd.concat([table, other("g", "h", "undecided"), other("i", "j", "B better", seeds=1)])
+    assert glance(table) == (
+        "At a glance (chrF on t0): of 5 contrasts, 1 finds a difference (big over small); 1 finds an "
+        "equivalence (e and f); 2 find neither (d against c; h against g); 1 makes no claim (one run of "
+        "a model) (j against i)."
+    )
+    page = answer_html(table, {})
+    assert page.startswith(f'<p class="glance">{glance(table)}</p><ul><li>')
+
+
 def test_the_report_shows_the_contrast_table_under_readable_headers():
     from mixnmt.tables import contrasts_html
 
@@ -435,3 +451,11 @@ def test_an_experiment_without_contrasts_gets_an_empty_contrast_file(tmp_path):
     argv = ["contrasts", "--testset", "t", "--references", str(refs), "--pairs", "--resamples", "10"]
     assert main([*argv, "--margin", "0.5", "--runs", "{}", "--output", str(output)]) == 0
     assert json.loads(output.read_text())["contrasts"] == []
+
+
+def test_the_report_names_commits_by_their_first_12_digits():
+    from mixnmt.report import abbreviated
+
+    sha = "0cd3169b6aca29e57e685eb44d0fa46f0d7da70d"
+    assert abbreviated(sha) == "0cd3169b6aca" and abbreviated(sha + "+dirty") == "0cd3169b6aca+dirty"
+    assert abbreviated("None") == "None"  # outside a checkout

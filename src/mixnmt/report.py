@@ -32,6 +32,7 @@ th { background: #f3f3f3; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 .caption { color: #444; } .note { color: #666; font-size: 0.85em; }
 .warning { background: #fff3cd; border: 1px solid #e0c36c; padding: 0.5em 0.8em; }
+.glance { font-size: 1.15em; font-weight: 600; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 """
 
@@ -147,6 +148,42 @@ def answer(contrasts: pd.DataFrame) -> list[str]:
     return sentences
 
 
+def abbreviated(commit: str) -> str:
+    """A commit as people read it: its first 12 hex digits, `+dirty` kept."""
+    sha, dirty, _ = commit.partition("+dirty")
+    return sha[:12] + dirty
+
+
+def glance(contrasts: pd.DataFrame) -> str:
+    """The answer in one line, from the same primary cells as `answer`: how many contrasts
+    find a difference (and which way), an equivalence, or neither."""
+    found: dict[str, list[str]] = {"difference": [], "equivalent": [], "undecided": [], "no claim": []}
+    cells = []
+    for (a, b), rows in contrasts.groupby(["a", "b"], sort=False):
+        primary = primary_cell(rows)
+        if primary is None or min(rows.seeds_a.iloc[0], rows.seeds_b.iloc[0]) < 2:
+            found["no claim"].append(f"{b} against {a}")
+            continue
+        row, metric = primary
+        cells.append(f"{METRIC_NAMES[metric]} on {row.testset}")
+        verdict = row[f"{metric}_verdict"]
+        if verdict in ("A better", "B better"):
+            found["difference"].append(f"{b} over {a}" if verdict == "B better" else f"{a} over {b}")
+        elif verdict.startswith("equivalent"):
+            found["equivalent"].append(f"{a} and {b}")
+        else:
+            found["undecided"].append(f"{b} against {a}")
+    said = {  # kind -> what one contrast, and several, do
+        "difference": ("finds a difference", "find a difference"),
+        "equivalent": ("finds an equivalence", "find an equivalence"),
+        "undecided": ("finds neither", "find neither"),
+        "no claim": ("makes no claim (one run of a model)", "make no claim (one run of a model)"),
+    }
+    parts = [f"{len(p)} {said[kind][len(p) > 1]} ({'; '.join(p)})" for kind, p in found.items() if p]
+    where = " and ".join(dict.fromkeys(cells)) or "no pre-declared cell"
+    return f"At a glance ({where}): of {contrasts.groupby(['a', 'b']).ngroups} contrasts, {'; '.join(parts)}."
+
+
 def answer_html(contrasts: pd.DataFrame, config: dict) -> str:
     """The first section: the answer, and a warning on top where the run was capped."""
     capped = config.get("max_steps")
@@ -159,7 +196,8 @@ def answer_html(contrasts: pd.DataFrame, config: dict) -> str:
     if contrasts.empty:
         return warning + "<p>No contrasts in this experiment (analysis.contrasts).</p>"
     items = "".join(f"<li>{html.escape(s)}</li>" for s in answer(contrasts))
-    return warning + f"<ul>{items}</ul>" + '<p class="note">From the Contrasts table below.</p>'
+    glanced = f'<p class="glance">{html.escape(glance(contrasts))}</p>'
+    return warning + glanced + f"<ul>{items}</ul>" + '<p class="note">From the Contrasts table below.</p>'
 
 
 SECTIONS = {  # anchor -> title, in the order of the report; figures and tables name theirs
@@ -295,8 +333,9 @@ def write_report(
         f"<h1>mixnmt: {html.escape(experiment)}</h1>"
         f'<p class="note">Attention as a mixture model: where should its components come from? '
         f"Models: {html.escape(', '.join(scores.model.unique()))}. "
-        f"Trained with code {html.escape(', '.join(trained))}; "
-        f"scored and reported with {html.escape(str(code_version()))}.</p>"
+        f"Trained with code {html.escape(', '.join(map(abbreviated, trained)))}; "
+        f"scored and reported with {html.escape(abbreviated(str(code_version())))} "
+        "(the full commits are in the runs' manifests).</p>"
         f"<nav>{nav}</nav>{body}"
         + inputs_record(made_from(inputs.files()) | {CONFIG_INPUT: config_digest(config)})
         + "</body></html>\n"
