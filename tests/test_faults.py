@@ -99,7 +99,7 @@ COMMANDS = {
     ),
     "train": (lambda w, m: train_argv(w, m), "train.en.ids", "model.pt"),
     "translate": (
-        lambda w, m: ["translate", "--checkpoint", w["checkpoint"], "--spm", w["spm"], w["spm"],
+        lambda w, m: ["translate", "--checkpoint", w["checkpoint"], "--spm", w["spm"],
                       "--config", decoding(), m, w["out"] / "t.txt"],
         "test_a.en.ids", "t.txt",
     ),

@@ -100,7 +100,7 @@ def stdin(monkeypatch, data: bytes) -> None:
 
 def translate_cli(random_checkpoint, tiny_spm, *extra):
     return main(["translate", "--text", "--checkpoint", str(random_checkpoint),
-                 "--spm", str(tiny_spm), str(tiny_spm), *extra])  # fmt: skip
+                 "--spm", str(tiny_spm), *extra])  # fmt: skip
 
 
 def test_cli_translates_standard_input_line_by_line(random_checkpoint, tiny_spm, monkeypatch, capsys, caplog):
@@ -327,9 +327,40 @@ def test_bad_input_gets_one_clear_line(
 
 
 def test_ids_go_from_file_to_file(random_checkpoint, tiny_spm, capsys):
-    argv = ["translate", "--checkpoint", str(random_checkpoint), "--spm", str(tiny_spm), str(tiny_spm)]
+    argv = [
+        "translate",
+        "--checkpoint",
+        str(random_checkpoint),
+        "--spm",
+        str(tiny_spm),
+        "--spm",
+        str(tiny_spm),
+    ]
     assert main(argv) == 1
     assert "for text on standard input or output, add --text" in capsys.readouterr().err
+
+
+def test_a_joint_sentencepiece_model_is_named_once_and_input_follows_it(
+    random_checkpoint, tiny_spm, tmp_path, monkeypatch, capsys
+):
+    """`--spm MODEL INPUT OUTPUT`: one model (a joint one) and the files after it, not three
+    models; a third --spm is refused."""
+    monkeypatch.chdir(ROOT)
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(SENTENCES) + "\n")
+    assert translate_cli(random_checkpoint, tiny_spm, str(source), str(tmp_path / "out.txt")) == 0
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == len(SENTENCES)
+    twice = translate_cli(
+        random_checkpoint, tiny_spm, "--spm", str(tiny_spm), str(source), str(tmp_path / "2.txt")
+    )
+    assert twice == 0 and (tmp_path / "2.txt").read_text() == (tmp_path / "out.txt").read_text()
+    capsys.readouterr()
+    thrice = ["--spm", str(tiny_spm), "--spm", str(tiny_spm), str(source)]
+    assert translate_cli(random_checkpoint, tiny_spm, *thrice) == 1
+    assert (
+        "--spm: given 3 times; give one joint model, or the source's and the target's"
+        in capsys.readouterr().err
+    )
 
 
 def test_decode_settings_overlay_config_yaml_in_order(tmp_path, monkeypatch):

@@ -435,7 +435,7 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     spm = out / "spm" / "joint.model"
     typed = subprocess.run(
         [Path(sys.executable).parent / "mixnmt", "translate", "--text", "--checkpoint",
-         out / "checkpoints" / FAST / "seed1.pt", "--spm", spm, spm, "--configfile", "tests/tiny.yaml"],
+         out / "checkpoints" / FAST / "seed1.pt", "--spm", spm, "--configfile", "tests/tiny.yaml"],
         input=f"{first}\n", capture_output=True, text=True, cwd=project,
         env={**os.environ, "PYTHONPATH": str(project / "src")},
     )  # fmt: skip

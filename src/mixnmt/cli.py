@@ -130,10 +130,10 @@ def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
     s.add_argument(
         "--spm",
         type=Path,
-        nargs=2,
+        action="append",
         required=True,
-        metavar=("SRC", "TGT"),
-        help="SentencePiece models of the source and target",
+        metavar="MODEL",
+        help="the SentencePiece model: once for a joint one, or twice, the source's then the target's",
     )
     s.add_argument(
         "--model", required=name_required, metavar="NAME", help="refuse a checkpoint of another model"
@@ -332,7 +332,11 @@ def _loaded(a: argparse.Namespace) -> Inference:
     from mixnmt.checkpoint import load_for_inference
 
     _set_threads(a.threads)
-    return load_for_inference(a.checkpoint, tuple(a.spm), a.model, a.entry)
+    if len(a.spm) > 2:
+        raise MixnmtError(
+            f"--spm: given {len(a.spm)} times; give one joint model, or the source's and the target's"
+        )
+    return load_for_inference(a.checkpoint, (a.spm[0], a.spm[-1]), a.model, a.entry)
 
 
 def _count(text: str) -> int:

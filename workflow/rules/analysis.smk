@@ -47,7 +47,7 @@ rule speed:
         sentences=config["analysis"]["speed_sentences"],
     shell:
         "mixnmt speed --model {wildcards.model:q} --entry {params.entry:q}"
-        " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --sentences {params.sentences}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q} --sentences {params.sentences}"
         " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
 
 
@@ -76,7 +76,7 @@ rule reliance:
         max_tokens=config["train"]["max_tokens"],
     shell:
         "mixnmt reliance --model {wildcards.model:q} --entry {params.entry:q}"
-        " --checkpoint {input.checkpoint:q} --spm {input.spm:q} --valid {input.valid:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q} --valid {input.valid:q}"
         " --seed {wildcards.seed} --max-tokens {params.max_tokens} --threads {threads}"
         " --use {output.use:q} {output.reliance:q} 2> {log:q}"
 
@@ -107,7 +107,7 @@ rule analyse:
         entry=entry,
     shell:
         "mixnmt analyse --model {wildcards.model:q} --entry {params.entry:q}"
-        " --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q}"
         " --translation {input.translation:q} --references {input.references:q} --sentences {params.sentences} --threads {threads}"
         " {input.source:q} {output:q} 2> {log:q}"
 

@@ -22,7 +22,7 @@ rule translate:
         config=canonical(config["decode"]),
         entry=entry,
     shell:
-        "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q}"
         " --model {wildcards.model:q} --entry {params.entry:q}"
         " --config {params.config:q} --threads {threads} --manifest {output.manifest:q}"
         " {input.source:q} {output.text:q} 2> {log:q}"
