@@ -16,10 +16,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.transforms import Affine2D  # noqa: E402
 
 from mixnmt.files import atomic_path  # noqa: E402
 from mixnmt.provenance import INPUTS_KEY  # noqa: E402
@@ -450,6 +452,20 @@ def mixture_usage(metrics: dict[str, pd.DataFrame]) -> Figure:
     return fig
 
 
+def label_points(ax: Axes, labels: list[str], xs: list[float], ys: list[float], gap: float = 13) -> None:
+    """Name each point beside it, raising a label (by `gap` points at least above the one
+    below it) where two points lie close enough for their names to overlap."""
+    ax.figure.canvas.draw()  # the axes' final size and limits, for data -> points
+    to_points = ax.transData + Affine2D().scale(72 / ax.figure.dpi)
+    placed: list[tuple[float, float]] = []  # (x, label y) in points, of the labels so far
+    for i in sorted(range(len(labels)), key=lambda i: ys[i]):
+        x, y = to_points.transform((xs[i], ys[i]))
+        near = [ly for lx, ly in placed if abs(lx - x) < 12 * len(labels[i])]  # ~ a label's width
+        label_y = max([y + 5, *(ly + gap for ly in near)])
+        placed.append((x, label_y))
+        ax.annotate(labels[i], (xs[i], ys[i]), xytext=(5, label_y - y), textcoords="offset points")
+
+
 def cost(cost: pd.DataFrame) -> Figure:
     """BLEU against parameters and against training time, one point per model."""
     colors = palette(cost.model)
@@ -461,7 +477,7 @@ def cost(cost: pd.DataFrame) -> Figure:
     ):
         for i, model in enumerate(cost.model):
             ax.scatter(x.iloc[i], cost.bleu.iloc[i], s=60, color=colors[model], label=model, zorder=3)
-            ax.annotate(model, (x.iloc[i], cost.bleu.iloc[i]), xytext=(5, 5), textcoords="offset points")
+        label_points(ax, list(cost.model), list(x), list(cost.bleu))
         ax.set_xlabel(label)
     axes[0].set_ylabel(f"BLEU ({cost.testset.iloc[0]})" if len(cost) else "BLEU")
     return fig
