@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 
 import pandas as pd
@@ -79,15 +78,20 @@ def test_what_does_not_define_a_run_keeps_its_fingerprint(path, value):
     assert of(changed(path, value)) == of(CONFIG)
 
 
-def test_a_run_in_fp32_keeps_the_fingerprint_it_had_before_precision_was_a_setting():
-    """Runs trained before `train.precision` existed were fp32 on the CPU (the published
-    CPU study): their definitions have no such key, and an fp32 run's has none either."""
-    fp32 = TrainConfig.from_config(changed("train.precision", "fp32"), 1)
-    before = {k: v for k, v in dataclasses.asdict(fp32).items() if k != "precision"}
-    settings = definition(MODEL, CONFIG["models"][MODEL], fp32, None)["train"]
-    assert settings == {k: v for k, v in json.loads(json.dumps(before)).items() if k != "save_every"}
-    bf16 = definition(MODEL, CONFIG["models"][MODEL], TrainConfig.from_config(CONFIG, 1), None)
-    assert bf16["train"]["precision"] == "bf16"
+@pytest.mark.parametrize(
+    ("setting", "before", "other"), [("precision", "fp32", "bf16"), ("decay", "all", "matrices")]
+)
+def test_a_run_keeps_the_fingerprint_it_had_before_a_setting_was_added(setting, before, other):
+    """Runs trained before `train.precision` and `train.decay` existed were fp32 on the
+    CPU and decayed every parameter (the first published CPU study): their definitions have
+    no such key, and a run at those values has none either; another value defines a run."""
+    old = changed(f"train.{setting}", before)
+    settings = definition(MODEL, CONFIG["models"][MODEL], TrainConfig.from_config(old, 1), None)["train"]
+    assert setting not in settings
+    new = definition(
+        MODEL, CONFIG["models"][MODEL], TrainConfig.from_config(changed(f"train.{setting}", other), 1), None
+    )
+    assert new["train"][setting] == other and of(changed(f"train.{setting}", other)) != of(old)
 
 
 @pytest.mark.parametrize("native, resolved", [(True, "bf16"), (False, "fp32")])

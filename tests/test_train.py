@@ -21,7 +21,7 @@ from mixnmt.config import config_section
 from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import sha256sum
 from mixnmt.inputs import METRICS
-from mixnmt.models import REGISTRY, resolve
+from mixnmt.models import REGISTRY, build, resolve
 from mixnmt.models.latent import Latent
 from mixnmt.runs import definition, fingerprint, identity
 from mixnmt.train import TrainConfig, TrainFiles, train
@@ -440,6 +440,25 @@ def test_a_training_step_never_waits_for_the_device(name):
     with Waits() as waits:
         trainer.train_step(second)
     assert waits.count <= 2 * sum(isinstance(m, BiGRU) for m in model.modules())  # packed GRUs' host reads
+
+
+@pytest.mark.parametrize("name", ["attention", "transformer"])
+def test_decay_of_matrices_only_leaves_vectors_undecayed(name):
+    """`decay: matrices` (nanoGPT's choice): one step with no gradient, only the weight
+    decay, shrinks every 2-D weight and leaves every bias, gain and other vector as it was;
+    `decay: all` shrinks them all."""
+    arch, hparams = resolve(name, TINY_MODELS[name])
+    for decay in ("matrices", "all"):
+        model = build(arch, hparams, 40, 40, True)
+        trainer = Trainer(model, train_config(decay=decay, weight_decay=0.5, warmup=0), torch.device("cpu"))
+        before = {k: p.detach().clone() for k, p in model.named_parameters()}
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+        trainer.optimizer.step()
+        for k, p in model.named_parameters():
+            shrunk = p.abs().sum() < before[k].abs().sum() or not before[k].any()  # zeros stay
+            unchanged = torch.equal(p, before[k])
+            assert shrunk if decay == "all" or p.dim() >= 2 else unchanged, (decay, k, p.dim())
 
 
 def test_progress_at_the_terminal_counts_to_max_steps(files, capsys, monkeypatch):

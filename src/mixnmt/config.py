@@ -69,6 +69,13 @@ class TrainConfig:
     warmup: Annotated[int, {"minimum": 0}, Help("steps of linear warmup, then inverse square root decay")]
     betas: Annotated[tuple[Probability, Probability], Help("AdamW's decay rates of the moment estimates")]
     weight_decay: Annotated[NonNegative, Help("AdamW's decoupled weight decay")]
+    decay: Annotated[
+        Literal["all", "matrices"],
+        Help(
+            "what the weight decay shrinks: every parameter, or the weight matrices only (2-D: "
+            "linear layers and embeddings, as nanoGPT does), not biases, gains and other vectors"
+        ),
+    ]
     label_smoothing: Annotated[Probability, Help("mass spread over the vocabulary in the training loss")]
     clip_norm: Annotated[Positive, Help("the gradient's norm is clipped to this")]
     deterministic: Annotated[bool, Help("deterministic kernels (byte-identical reruns; slower on GPU)")]

@@ -28,7 +28,7 @@ from mixnmt.paths import run
 
 UNDEFINING = ("save_every",)
 """Training settings that change how a run is kept, not what it computes."""
-ADDED = {"precision": "fp32"}
+ADDED = {"precision": "fp32", "decay": "all"}
 """Training settings added after runs were first fingerprinted, with the value those runs
 had: a definition leaves a setting out at that value, so that adding it kept their
 fingerprints."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -131,6 +131,18 @@ def validate(
     return float(total) / tokens, split
 
 
+def decayed(model: Seq2Seq, decay: str) -> Iterable[torch.nn.Parameter] | list[dict]:
+    """AdamW's parameters: all of them at the configured weight decay (`decay: all`), or
+    two groups, the weight matrices (2-D) at it and the rest (biases, gains, vectors) at 0."""
+    if decay == "all":
+        return model.parameters()
+    matrices = [p for p in model.parameters() if p.dim() >= 2]
+    return [
+        {"params": matrices},
+        {"params": [p for p in model.parameters() if p.dim() < 2], "weight_decay": 0.0},
+    ]
+
+
 class Trainer:
     """A model with its optimiser, schedule, progress and best weights, all resumable."""
 
@@ -138,7 +150,7 @@ class Trainer:
         self.model, self.config, self.device = model, config, device
         self.dtype = autocast_dtype(device, config.precision)
         self.optimizer = torch.optim.AdamW(
-            model.parameters(),
+            decayed(model, config.decay),
             lr=config.lr,
             betas=config.betas,
             weight_decay=config.weight_decay,
