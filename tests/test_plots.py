@@ -215,6 +215,22 @@ def test_the_cost_figures_names_never_overlap_where_points_crowd():
         assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]), ax.get_xlabel()
 
 
+def test_a_heatmaps_tick_labels_never_overlap_however_many_rows():
+    """A looping translation of 80 subwords in a panel 3.4 inches tall: every other label
+    (or fewer) is shown, and no two that are shown overlap."""
+    rows = [f"_word{i}" for i in range(80)]
+    figure = plots.heatmap_grid(
+        {"model": [({"index": 1}, "model", np.full((80, 12), 0.5), rows, [str(j) for j in range(12)])]},
+        "candidate", "subword read", "weight", 4.2,
+    )  # fmt: skip
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    shown = [t for t in ax.get_yticklabels() if t.get_text()]
+    boxes = [t.get_window_extent() for t in shown]
+    assert 5 < len(shown) < len(rows) and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(j) for j in range(12)]  # room for all
+
+
 def test_the_cli_has_one_plot_command_per_figure_with_its_own_inputs(capsys):
     from mixnmt.cli import parser
 

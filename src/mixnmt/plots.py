@@ -189,9 +189,22 @@ def heatmap(ax, matrix: np.ndarray, rows: list[str], columns: list[str], log: bo
         )
     else:
         image = ax.imshow(matrix, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=7)
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    width, height = ax.get_window_extent().size * 72 / ax.figure.dpi  # points
+    ax.set_xticks(range(len(columns)), thinned(columns, width), rotation=90, fontsize=7)
+    ax.set_yticks(range(len(rows)), thinned(rows, height), fontsize=7)
     return image
+
+
+def thinned(labels: list[str], length: float, size: float = 7) -> list[str]:
+    """Tick labels along an axis `length` points long, a label dropped (left blank) where
+    it would overlap the last one kept, at `size` points: a looping translation has many rows."""
+    gap = len(labels) * (size + 1) / length  # positions between two labels that do not overlap
+    kept, last = [], -math.inf
+    for i, label in enumerate(labels):
+        keep = bool(label) and i - last >= gap
+        kept.append(label if keep else "")
+        last = i if keep else last
+    return kept
 
 
 def heatmap_grid(
