@@ -428,18 +428,18 @@ def test_the_report_shows_the_contrast_table_under_readable_headers():
     )  # fmt: skip
     page = contrasts_html(rows)
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", page)
-    assert headers[:3] == ["", "BLEU", "chrF"] and "Holm p" in headers and "95% interval (Welch)" in headers
+    assert headers[:3] == ["", "chrF", "BLEU"] and "Holm p" in headers and "95% interval (Welch)" in headers
     assert "detectable" in headers and "bootstrap p" in headers
     assert not any("_" in h for h in headers)  # no raw column names
     cells = re.findall(r"<td>([^<]*)</td>", page)
     assert cells[:7] == ["t0", "small", "big", "5", "5", "0.80", "0.90"]
-    assert cells[7:18] == [
-        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "2.00", "descriptive", "-0.50 .. +0.70",
-        "0.700", "0.001 0.140",
-    ]  # fmt: skip
-    assert cells[18:] == [
+    assert cells[7:18] == [  # chrF first: the primary metric, where the verdicts are
         "20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.001", "0.007", "1.40", "B better", "+1.00 .. +2.00",
         "0.001", "0.001 0.001",
+    ]  # fmt: skip
+    assert cells[18:] == [
+        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "2.00", "descriptive", "-0.50 .. +0.70",
+        "0.700", "0.001 0.140",
     ]  # fmt: skip
 
 

@@ -26,7 +26,7 @@ body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; 
        color: #222; line-height: 1.45; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
 nav a { margin-right: 1em; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; display: block; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f3f3f3; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }

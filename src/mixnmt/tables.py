@@ -117,11 +117,14 @@ METRIC_HEADERS = {  # per metric, under its name
 
 
 def contrasts_html(table: pd.DataFrame) -> str:
-    """The contrast table under readable headers, BLEU's columns and chrF's each under
-    their metric; differences signed, p-values with three decimals."""
+    """The contrast table under readable headers, each metric's columns under its name,
+    the metric claims rest on first (in view without scrolling); differences signed,
+    p-values with three decimals."""
     if table.empty:
         return table_html(table)
-    metrics = {"bleu": "BLEU", "chrf": "chrF"}
+    names = {"bleu": "BLEU", "chrf": "chrF"}
+    claimed = [m for m in names if (table[f"{m}_verdict"] != "descriptive").any()]  # the primary metric
+    metrics = {m: names[m] for m in [*claimed, *(m for m in names if m not in claimed)]}
     shown = table[[*CONTRAST_HEADERS, *(f"{m}_{c}" for m in metrics for c in METRIC_HEADERS)]].copy()
     for m in metrics:
         for column in ("p", "p_holm", "boot_p"):
