@@ -442,7 +442,7 @@ def test_a_training_step_never_waits_for_the_device(name):
     assert waits.count <= 2 * sum(isinstance(m, BiGRU) for m in model.modules())  # packed GRUs' host reads
 
 
-@pytest.mark.parametrize("name", ["attention", "transformer"])
+@pytest.mark.parametrize("name", sorted(TINY_MODELS))
 def test_decay_of_matrices_only_leaves_vectors_undecayed(name):
     """`decay: matrices` (nanoGPT's choice): one step with no gradient, only the weight
     decay, shrinks every 2-D weight and leaves every bias, gain and other vector as it was;

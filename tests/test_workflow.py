@@ -62,6 +62,7 @@ def test_dry_run_lists_every_stage(workdir):
     t = len(tests)
     assert jobs(result) == {
         "aggregate": 1,
+        "headline": 1,
         "all": 1,
         "analyse": n,
         "contrasts": t,  # each test set's contrasts over every seed

@@ -18,7 +18,7 @@ from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
 from mixnmt.provenance import INPUTS_KEY, code_version, made_from, version
-from mixnmt.runs import refuse_foreign
+from mixnmt.runs import ADDED, refuse_foreign
 from mixnmt.tables import TABLES, table_html
 
 STYLE = """
@@ -262,8 +262,13 @@ depends on them."""
 
 
 def reported(config: dict) -> dict:
-    """The configuration as the report shows and records it: without RUN_ONLY's keys."""
-    return {key: value for key, value in config.items() if key not in RUN_ONLY}
+    """The configuration as the report shows and records it: without RUN_ONLY's keys, and
+    without a training setting added later at the value runs had before it (`runs.ADDED`),
+    as a run's definition leaves it out: adding a setting changes no published report."""
+    train = {k: v for k, v in config.get("train", {}).items() if k not in ADDED or v != ADDED[k]}
+    return {key: value for key, value in config.items() if key not in RUN_ONLY} | (
+        {"train": train} if "train" in config else {}
+    )
 
 
 CONFIG_INPUT = "config"
