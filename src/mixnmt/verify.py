@@ -12,6 +12,7 @@ and would only repeat the break).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -453,12 +454,12 @@ class Verification:
 
     def check_headline(self) -> None:
         """Each headline file against the score table's runs of its model and test set."""
+        table = functools.cache(lambda: read_table(self.layout.summary(), ["model", "testset"]))  # read once
         for model in self.models:
             for testset in self.testsets:
 
                 def test(model: str = model, testset: str = testset) -> str | None:
-                    table = read_table(self.layout.summary(), ["model", "testset"])
-                    runs = table[(table["model"] == model) & (table["testset"] == testset)]
+                    runs = table()[(table()["model"] == model) & (table()["testset"] == testset)]
                     found = read_json(self.layout.headline(model, testset))
                     return None if found == headline_numbers(runs) else "differs from what scores.tsv gives"
 
