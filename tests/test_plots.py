@@ -183,6 +183,24 @@ def test_a_mixture_of_one_candidate_gets_no_panel(figure):
     assert [t.get_text() for t in alone.axes[0].texts] == ["No mixture model in this experiment."]
 
 
+def test_a_figure_with_nothing_to_show_is_one_line_in_the_report(tmp_path):
+    """A study without mixtures showed five placeholder images, each under its caption, and
+    two tables of headers alone: the report now says why once, in a line."""
+    from mixnmt.report import shown
+
+    captions = tmp_path / "captions"
+    captions.mkdir()
+    (captions / "mixing.rst").write_text("What mixing means.\n")
+    plots.save(FIGURES["mixing"](analyses=[STAY_ONLY]), tmp_path / "empty.png")
+    plots.save(FIGURES["mixing"](analyses=[MIX]), tmp_path / "drawn.png")
+    assert shown(tmp_path / "empty.png", "mixing", captions) == (
+        '<p class="note">No mixture model in this experiment.</p>'
+    )
+    drawn = shown(tmp_path / "drawn.png", "mixing", captions)
+    assert drawn.startswith("<figure><img") and drawn.endswith('<p class="caption">What mixing means.</p>')
+    assert tables.table_html(pd.DataFrame(columns=["model", "mi"])) == ""
+
+
 def test_mass_against_use_draws_each_group_with_mass_once_per_side():
     both = pd.concat([USE, USE.assign(weights="encoder_responsibilities")])
     fig = plots.use(both)

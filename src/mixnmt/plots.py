@@ -24,7 +24,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.transforms import Affine2D  # noqa: E402
 
 from mixnmt.files import atomic_path  # noqa: E402
-from mixnmt.provenance import INPUTS_KEY  # noqa: E402
+from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY  # noqa: E402
 
 # Okabe-Ito without its yellow, safe for colour-blind readers; more models than colours
 # get evenly spaced colours of a perceptual map instead.
@@ -50,10 +50,14 @@ def palette(models: Iterable[str]) -> dict[str, str]:
 def save(fig: Figure, png: Path, inputs: dict[str, str] | None = None) -> None:
     """Write `fig` to `png` and to the same name with .svg, atomically, each recording
     `inputs` ({path: sha256} of what it was drawn from) as JSON: the PNG in a text chunk
-    named INPUTS_KEY, the SVG in its description."""
+    named INPUTS_KEY, the SVG in its description; an `empty` figure's reason in the PNG's
+    EMPTY_KEY."""
     record = json.dumps(inputs or {}, sort_keys=True)
+    why = getattr(fig, "mixnmt_empty", None)
     for path, fmt in ((Path(png), "png"), (Path(png).with_suffix(".svg"), "svg")):
         metadata = {INPUTS_KEY: record} if fmt == "png" else {"Description": record, "Date": None}
+        if why is not None and fmt == "png":
+            metadata[EMPTY_KEY] = why
         with atomic_path(path) as tmp:
             fig.savefig(
                 tmp, format=fmt, bbox_inches="tight", dpi=150 if fmt == "png" else None, metadata=metadata
@@ -62,10 +66,11 @@ def save(fig: Figure, png: Path, inputs: dict[str, str] | None = None) -> None:
 
 
 def empty(message: str) -> Figure:
-    """A figure that says why there is nothing to show."""
+    """A figure that says why there is nothing to show (and `save` records it)."""
     fig, ax = plt.subplots(figsize=(6, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center")
+    fig.mixnmt_empty = message
     return fig
 
 

@@ -62,6 +62,10 @@ INPUTS_KEY = "mixnmt-inputs"
 """Where a figure (PNG text chunk, SVG description) and the report (a JSON script element)
 record `made_from` of their inputs."""
 
+EMPTY_KEY = "mixnmt-empty"
+"""A figure with nothing to show records why in its PNG under this key; the report shows
+that line in its place."""
+
 
 def made_from(paths: list[str | Path]) -> dict[str, str]:
     """{path: sha256} of the files something was made from, in a fixed order."""

@@ -17,7 +17,7 @@ import pandas as pd
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
-from mixnmt.provenance import INPUTS_KEY, code_version, made_from, version
+from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY, code_version, made_from, version
 from mixnmt.runs import ADDED, refuse_foreign
 from mixnmt.tables import TABLES, table_html
 
@@ -255,6 +255,17 @@ def figure(path: Path, alt: str) -> str:
     )
 
 
+def shown(path: Path, name: str, captions: Path) -> str:
+    """Figure `name` with its caption; for one with nothing to show, the line saying why."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        why = image.text.get(EMPTY_KEY)
+    if why is not None:
+        return f'<p class="note">{html.escape(why)}</p>'
+    return figure(path, name.replace("_", " ")) + caption(captions, name)
+
+
 RUN_ONLY = ("mirror", "container", "allow_cpu", "torch_build")
 """Keys that say where and how a run runs (where the checksum-pinned files came from, the
 image, whether a CPU may train it, the PyTorch build of its environments): no result
@@ -311,8 +322,9 @@ def write_report(
         + "".join(f'<p class="note">{html.escape(n)}</p>' for n in signature_notes(tests))
     )
     for name, spec in FIGURES.items():
-        path = inputs.figures[name]
-        content[spec.section] += figure(path, name.replace("_", " ")) + caption(inputs.captions, name)
+        part = shown(inputs.figures[name], name, inputs.captions)
+        if part not in content[spec.section]:  # a section with nothing to show says why once
+            content[spec.section] += part
     content["length"] += table_html(
         lengths.pivot_table(
             index=["testset", "bucket", "sentences"], columns="model", values="bleu", sort=False
