@@ -140,6 +140,9 @@ def test_figures_are_written_as_png_and_svg(name, inputs, tmp_path):
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 2000
     assert ET.parse(png.with_suffix(".svg")).getroot().tag.endswith("svg")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png", "figure.svg"]
+    drawn = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    plots.save(FIGURES[name](**inputs), png)  # a redraw changes no byte (SVG ids were random)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == drawn
 
 
 def test_alignment_panels_show_mean_and_most_peaked_head_per_layer():

@@ -31,7 +31,13 @@ from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY  # noqa: E402
 OKABE_ITO = ["#E69F00", "#56B4E9", "#0072B2", "#009E73", "#D55E00", "#CC79A7", "#000000", "#999999"]
 
 plt.rcParams.update(
-    {"figure.dpi": 110, "font.size": 10, "axes.spines.top": False, "axes.spines.right": False}
+    {
+        "figure.dpi": 110,
+        "font.size": 10,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "svg.hashsalt": "mixnmt",  # the SVG's element ids, random otherwise: a redraw is byte-identical
+    }
 )
 
 
