@@ -1,5 +1,6 @@
 import xml.etree.ElementTree as ET
 
+import matplotlib.colors
 import numpy as np
 import pandas as pd
 import pytest
@@ -184,6 +185,36 @@ def test_a_mixture_of_one_candidate_gets_no_panel(figure):
     assert all("k0" not in ax.get_title() for ax in drawn.axes)
     alone = FIGURES[figure](analyses=[STAY_ONLY])
     assert [t.get_text() for t in alone.axes[0].texts] == ["No mixture model in this experiment."]
+
+
+def test_a_model_keeps_its_colour_in_a_figure_drawn_from_a_few_models(tmp_path, monkeypatch):
+    """The alignment figure has no `rnn` (no source weights): drawn by `mixnmt plot` with
+    the study's models, the latent model's bars take its colour in the figures that show
+    every model, not the first colour (part two's report showed it green there and red in
+    the posteriors figure)."""
+    from mixnmt.cli import main
+
+    errors = tmp_path / "alignment_errors.tsv"
+    ERRORS.assign(commit="x").to_csv(errors, sep="\t", index=False)
+    png = tmp_path / "figure.png"
+    argv = [
+        "plot",
+        "alignment_errors",
+        "--alignment_errors",
+        str(errors),
+        "--runs",
+        "{}",
+        "--output",
+        str(png),
+    ]
+    drawn, save = [], plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, *args: drawn.append(fig) or save(fig, *args))
+    assert main([*argv, "--models", "rnn", "outputs"]) == 0
+    bars = drawn[0].axes[0].patches
+    assert matplotlib.colors.to_hex(bars[0].get_facecolor()) == plots.OKABE_ITO[1].lower()
+    with plots.roster(["rnn", "outputs"]):
+        assert plots.palette(["outputs"]) == plots.palette(["rnn", "outputs"])
+    assert plots.palette(["outputs"])["outputs"] == plots.OKABE_ITO[0]  # outside a roster
 
 
 def test_a_figure_with_nothing_to_show_is_one_line_in_the_report(tmp_path):

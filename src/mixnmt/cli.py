@@ -605,14 +605,19 @@ def cmd_silver(a: argparse.Namespace) -> None:
     silver(a.train, a.test, a.settings, a.output)
 
 
-def _members(s: argparse.ArgumentParser, registry: dict, metavar: str, output: str) -> None:
+def _members(
+    s: argparse.ArgumentParser, registry: dict, metavar: str, output: str
+) -> list[argparse.ArgumentParser]:
     """One subcommand per member of a registry (TABLES, FIGURES), with the inputs it declares."""
     members = s.add_subparsers(dest="name", required=True, metavar=metavar)
+    made = []
     for name, spec in registry.items():
         m = members.add_parser(name, help=spec.help, description=spec.help)
         _add_inputs(m, spec.inputs)
         _add_runs(m)
         m.add_argument("--output", type=Output, required=True, help=output)
+        made.append(m)
+    return made
 
 
 def table_arguments(s: argparse.ArgumentParser) -> None:
@@ -633,16 +638,23 @@ def cmd_table(a: argparse.Namespace) -> None:
 def plot_arguments(s: argparse.ArgumentParser) -> None:
     from mixnmt.figures import FIGURES
 
-    _members(s, FIGURES, "PLOT", "PNG; the SVG goes next to it")
+    for m in _members(s, FIGURES, "PLOT", "PNG; the SVG goes next to it"):
+        m.add_argument(
+            "--models",
+            nargs="+",
+            default=[],
+            help="the study's models in the config's order: each keeps its colour in every figure",
+        )
 
 
 def cmd_plot(a: argparse.Namespace) -> None:
     from mixnmt.figures import FIGURES
-    from mixnmt.plots import save
+    from mixnmt.plots import roster, save
     from mixnmt.provenance import made_from
 
     figure = FIGURES[a.name]
-    drawn = figure(**_load_inputs(a, figure.inputs))
+    with roster(a.models):
+        drawn = figure(**_load_inputs(a, figure.inputs))
     save(drawn, a.output, made_from([p for kind in figure.inputs for p in _input_paths(a, kind)]))
 
 

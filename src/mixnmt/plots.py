@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +43,26 @@ plt.rcParams.update(
 )
 
 
+ROSTER: ContextVar[tuple[str, ...]] = ContextVar("roster", default=())
+"""The study's models in the config's order, while `roster` holds them."""
+
+
+@contextmanager
+def roster(models: Iterable[str]) -> Iterator[None]:
+    """Within it, `palette` places models by their position in `models`, the study's: a
+    figure drawn from a few of them (those with source weights, say) keeps their colours."""
+    token = ROSTER.set(tuple(models))
+    try:
+        yield
+    finally:
+        ROSTER.reset(token)
+
+
 def palette(models: Iterable[str]) -> dict[str, str]:
-    """A distinct colour for each model, by position: every figure is drawn from inputs
-    listing all models in the config's order, so a model has one colour throughout."""
-    models = list(dict.fromkeys(models))
+    """A distinct colour for each model, by its position in the study's `roster`, then in
+    `models` (the inputs list models in the config's order), so a model has one colour
+    throughout."""
+    models = list(dict.fromkeys([*ROSTER.get(), *models]))
     if len(models) <= len(OKABE_ITO):
         return dict(zip(models, OKABE_ITO))
     cmap = matplotlib.colormaps["turbo"]

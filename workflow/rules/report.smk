@@ -22,9 +22,10 @@ for name, spec in FIGURES.items():
             args=input_args(spec.inputs),
             name=name,
             runs=RUNS,
+            models=MODELS,
         shell:
             "mixnmt plot {params.name:q} {params.args:q} --runs {params.runs:q}"
-            " --output {output.png:q} 2> {log:q}"
+            " --models {params.models:q} --output {output.png:q} 2> {log:q}"
 
 
 rule report:
