@@ -459,3 +459,30 @@ def test_the_report_names_commits_by_their_first_12_digits():
     sha = "0cd3169b6aca29e57e685eb44d0fa46f0d7da70d"
     assert abbreviated(sha) == "0cd3169b6aca" and abbreviated(sha + "+dirty") == "0cd3169b6aca+dirty"
     assert abbreviated("None") == "None"  # outside a checkout
+
+
+def test_a_reports_record_of_its_inputs_is_the_same_wherever_snakemake_cached_the_captions(tmp_path):
+    """The report rule reads the captions from Snakemake's source cache, a new temporary
+    folder each run: the record named it, so a report remade from the same inputs differed."""
+    from mixnmt.figures import FIGURES
+    from mixnmt.report import ReportInputs
+    from mixnmt.tables import TABLES
+
+    def inputs(captions):
+        captions.mkdir(parents=True)
+        for name in [*FIGURES, "scores"]:
+            write(captions / f"{name}.rst", ["A caption."])
+        return ReportInputs(
+            write(tmp_path / "scores.tsv", ["model"]),
+            [],
+            [],
+            [],
+            {name: write(tmp_path / f"{name}.png", [name]) for name in FIGURES},
+            {name: write(tmp_path / f"{name}.tsv", [name]) for name in TABLES},
+            captions,
+        )
+
+    first, second = inputs(tmp_path / "cache1" / "report"), inputs(tmp_path / "cache2" / "report")
+    assert first.record() == second.record()
+    assert first.record()["workflow/report/scores.rst"] == second.record()["workflow/report/scores.rst"]
+    assert str(tmp_path / "scores.tsv") in first.record()

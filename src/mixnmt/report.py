@@ -239,6 +239,15 @@ class ReportInputs:
             *captions,
         ]
 
+    def record(self) -> dict[str, str]:
+        """sha256 of `files`, the captions named where the project keeps them
+        (workflow/report/<name>.rst), not where Snakemake's source cache copied them for
+        this run: a report remade from the same inputs is the same, byte for byte."""
+        return {
+            f"workflow/report/{Path(p).name}" if Path(p).parent == self.captions else p: digest
+            for p, digest in made_from(self.files()).items()
+        }
+
 
 def caption(folder: Path, name: str) -> str:
     """The caption file's paragraphs as HTML."""
@@ -354,7 +363,7 @@ def write_report(
         f"scored and reported with {html.escape(abbreviated(str(code_version())))} "
         "(the full commits are in the runs' manifests).</p>"
         f"<nav>{nav}</nav>{body}"
-        + inputs_record(made_from(inputs.files()) | {CONFIG_INPUT: config_digest(config)})
+        + inputs_record(inputs.record() | {CONFIG_INPUT: config_digest(config)})
         + "</body></html>\n"
     )
     write_text(output, page)
