@@ -235,11 +235,35 @@ def test_a_figure_with_nothing_to_show_is_one_line_in_the_report(tmp_path):
     assert tables.table_html(pd.DataFrame(columns=["model", "mi"])) == ""
 
 
+def test_a_long_table_is_folded_under_a_line_naming_it():
+    from mixnmt.report import LONG_TABLE, folded
+
+    long = tables.table_html(pd.DataFrame({"job": [f"train/m/seed{i}" for i in range(LONG_TABLE + 1)]}))
+    assert folded("jobs", long, LONG_TABLE + 1) == (
+        f"<details><summary>jobs table: {LONG_TABLE + 1} rows (tables/jobs.tsv)</summary>{long}</details>"
+    )
+    assert folded("jobs", "<table></table>", LONG_TABLE) == "<table></table>"
+    assert folded("jobs", "", 100) == ""
+
+
 def test_mass_against_use_draws_each_group_with_mass_once_per_side():
     both = pd.concat([USE, USE.assign(weights="encoder_responsibilities")])
     fig = plots.use(both)
     assert [ax.get_title() for ax in fig.axes] == ["decoder responsibilities", "encoder responsibilities"]
     assert [len(ax.containers) for ax in fig.axes] == [2, 2]  # the source group has no mass
+
+
+def test_mass_against_use_wraps_its_panels_and_names_only_the_models_drawn():
+    """Part one's six sides in one row drew panels too small to read in the report; and
+    a study's model without a mixture has no place in this figure's legend."""
+    sides = pd.concat([USE.assign(weights=f"side {i}") for i in range(6)])
+    with plots.roster(["rnn", *USE.model]):
+        fig = plots.use(sides)
+    fig.canvas.draw()
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(shown) == 6 and len({round(ax.get_position().y0, 3) for ax in shown}) == 2
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == [*dict.fromkeys(USE.model), "stay", "learned", "source"]
 
 
 @pytest.mark.parametrize("n", [1, 5, 8, 9, 30])

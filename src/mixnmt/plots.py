@@ -358,10 +358,12 @@ def use(use: pd.DataFrame) -> Figure:
     colors = palette(use.model)
     markers = {"stay": "o", "learned": "s", "source": "^"}
     sides = list(dict.fromkeys(use.weights))
+    cols = min(len(sides), 3)  # wider rows shrink every panel below legibility in the report
+    rows = math.ceil(len(sides) / cols)
     fig, axes = plt.subplots(
-        1, len(sides), figsize=(4.5 * len(sides), 4.2), sharey=True, squeeze=False, layout="constrained"
+        rows, cols, figsize=(4.5 * cols, 3.8 * rows), sharey=True, squeeze=False, layout="constrained"
     )
-    for ax, side in zip(axes[0], sides):
+    for ax, side in zip(axes.flat, sides):
         for row in use[use.weights == side].itertuples():
             sd = np.nan_to_num(row.change_sd)  # one seed: no spread
             style = {"marker": markers[row.group], "ms": 6, "lw": 0.8, "capsize": 2, "zorder": 3}
@@ -370,9 +372,12 @@ def use(use: pd.DataFrame) -> Figure:
         ax.set_xlim(-0.03, 1.03)
         ax.set_title(side.replace("_", " "), fontsize=9)
         ax.set_xlabel("mass (mean responsibility, validation set)")
-    axes[0, 0].set_ylabel("validation loss rise when knocked out\n(nats/token)")
+    for ax in axes.flat[len(sides) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("validation loss rise when knocked out\n(nats/token)")
     axes[0, 0].set_yscale("symlog", linthresh=0.01)
-    handles = [Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in colors.items()]
+    handles = [Line2D([], [], color=colors[m], marker="o", ls="", label=m) for m in dict.fromkeys(use.model)]
     handles += [Line2D([], [], color="#444444", marker=k, ls="", label=g) for g, k in markers.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
     return fig

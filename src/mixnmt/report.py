@@ -275,6 +275,19 @@ def shown(path: Path, name: str, captions: Path) -> str:
     return figure(path, name.replace("_", " ")) + caption(captions, name)
 
 
+LONG_TABLE = 20
+"""Rows beyond which the report folds a table under a line naming it."""
+
+
+def folded(name: str, part: str, rows: int) -> str:
+    """Table `name`'s HTML, folded under one line when it has more than LONG_TABLE rows:
+    part one's mixing and job tables ran to 200 rows each between the figures."""
+    if rows <= LONG_TABLE or not part:
+        return part
+    line = f"{name.replace('_', ' ')} table: {rows} rows (tables/{name}.tsv)"
+    return f"<details><summary>{html.escape(line)}</summary>{part}</details>"
+
+
 RUN_ONLY = ("mirror", "container", "allow_cpu", "torch_build")
 """Keys that say where and how a run runs (where the checksum-pinned files came from, the
 image, whether a CPU may train it, the PyTorch build of its environments): no result
@@ -343,7 +356,7 @@ def write_report(
     )
     for name, spec in TABLES.items():
         table = read_table(inputs.tables[name]).drop(columns="commit")  # the page names it once
-        content[spec.section] += spec.html(table)
+        content[spec.section] += folded(name, spec.html(table), len(table))
     content["runs"] = "".join(
         f"<details><summary>{html.escape(m['model'])}: manifest</summary>"
         f"<pre>{html.escape(json.dumps(m, indent=2))}</pre></details>"
