@@ -1,4 +1,4 @@
-"""The offline install of README's "On a GPU": a wheelhouse made from envs/pip-lock.txt,
+"""The offline install of docs/running.md, "On a GPU": a wheelhouse made from envs/pip-lock.txt,
 installed with no index next to a torch that is already there, which it never touches."""
 
 from __future__ import annotations
