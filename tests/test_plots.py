@@ -188,10 +188,10 @@ def test_a_mixture_of_one_candidate_gets_no_panel(figure):
 
 
 def test_a_model_keeps_its_colour_in_a_figure_drawn_from_a_few_models(tmp_path, monkeypatch):
-    """The alignment figure has no `rnn` (no source weights): drawn by `mixnmt plot` with
-    the study's models, the latent model's bars take its colour in the figures that show
-    every model, not the first colour (part two's report showed it green there and red in
-    the posteriors figure)."""
+    """The alignment figure lacks the study's first model (an rnn: no source weights):
+    drawn by `mixnmt plot` with the study's models, the latent model's bars take its colour
+    in the figures that show every model, not the first colour (part two's report showed
+    it green there and red in the posteriors figure)."""
     from mixnmt.cli import main
 
     errors = tmp_path / "alignment_errors.tsv"
@@ -209,11 +209,11 @@ def test_a_model_keeps_its_colour_in_a_figure_drawn_from_a_few_models(tmp_path, 
     ]
     drawn, save = [], plots.save
     monkeypatch.setattr(plots, "save", lambda fig, *args: drawn.append(fig) or save(fig, *args))
-    assert main([*argv, "--models", "rnn", "outputs"]) == 0
+    assert main([*argv, "--models", "first", "outputs"]) == 0
     bars = drawn[0].axes[0].patches
     assert matplotlib.colors.to_hex(bars[0].get_facecolor()) == plots.OKABE_ITO[1].lower()
-    with plots.roster(["rnn", "outputs"]):
-        assert plots.palette(["outputs"]) == plots.palette(["rnn", "outputs"])
+    with plots.roster(["first", "outputs"]):
+        assert plots.palette(["outputs"]) == plots.palette(["first", "outputs"])
     assert plots.palette(["outputs"])["outputs"] == plots.OKABE_ITO[0]  # outside a roster
 
 
@@ -257,7 +257,7 @@ def test_mass_against_use_wraps_its_panels_and_names_only_the_models_drawn():
     """Part one's six sides in one row drew panels too small to read in the report; and
     a study's model without a mixture has no place in this figure's legend."""
     sides = pd.concat([USE.assign(weights=f"side {i}") for i in range(6)])
-    with plots.roster(["rnn", *USE.model]):
+    with plots.roster(["first", *USE.model]):
         fig = plots.use(sides)
     fig.canvas.draw()
     shown = [ax for ax in fig.axes if ax.get_visible()]
