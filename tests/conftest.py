@@ -303,9 +303,14 @@ def workdir(tmp_path) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Under `-n auto`, tests go to the workers one at a time rather than in chunks (xdist's
-    --maxschedchunk 1), so that the slow ones, collected first, start on different workers."""
+    --maxschedchunk 1), so that the slow ones, collected first, start on different workers;
+    and each worker computes on one thread: `-n auto` already runs a worker per core, and two
+    workers of two threads each on two cores spend their time waiting on each other (the bf16
+    test of two tiny models took 134 s so, 17 s on one thread each)."""
     if getattr(config.option, "maxschedchunk", 1) is None:
         config.option.maxschedchunk = 1
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
