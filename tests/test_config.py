@@ -174,7 +174,8 @@ def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsy
         assert list(properties) == [f.name for f in dataclasses.fields(cls) if f.name not in exclude]
         assert set(properties) == set(CONFIG[section]) and all(p["description"] for p in properties.values())
         assert "properties" not in yaml.safe_load(SCHEMA.read_text())["properties"][section]
-    for command, section in (("train", "train"), ("translate", "decode"), ("speed", "decode")):
+    commands = (("train", "train"), ("translate", "decode"), ("speed", "decode"), ("decoding", "decode"))
+    for command, section in commands:
         with pytest.raises(SystemExit):
             parser().parse_args([command, "--help"])
         shown = " ".join(capsys.readouterr().out.split())

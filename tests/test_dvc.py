@@ -89,7 +89,7 @@ def test_dvc_repro_push_and_pull(tmp_path):
     first = run("dvc", "repro", cwd=work)
     train = {f"train@{m}" for m in MODELS}
     evaluate = {f"evaluate@{m}" for m in MODELS}
-    assert stages_run(first.stdout) == {"prepare", "report"} | train | evaluate
+    assert stages_run(first.stdout) == {"prepare", "decoding", "report"} | train | evaluate
     out = work / "results" / "tiny"
     assert (out / "report.html").exists() and (out / "scores.json").exists()
     # `dvc metrics show`: a short row per model and test set (the published studies' folders,
@@ -120,6 +120,12 @@ def test_dvc_repro_push_and_pull(tmp_path):
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert stale(work) == {f"train@{FAST}", f"evaluate@{FAST}", "report"}
     run("git", "checkout", "-q", ".", cwd=work)
+    # A decoding setting: the settings beside the checkpoints, then what decodes; no training.
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    config["decode"]["beam"] = 2
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert stale(work) == {"decoding"}
+    run("git", "checkout", "-q", ".", cwd=work)
 
     # The same change as an experiment (`-S` names config.yaml's keys with its prefix):
     # it runs that model's stages and the report, and records its scores beside the
@@ -147,13 +153,14 @@ def test_dvc_repro_push_and_pull(tmp_path):
     assert "<script src" not in page and "https://cdn" not in page
     assert "vegaEmbed" in page and '"rev": "variant"' in page and '"rev": "HEAD"' in page
 
-    checkpoints = {m: sha256sum(out / "checkpoints" / m / "seed1.pt") for m in MODELS}
+    carried = [*(Path(m) / "seed1.pt" for m in MODELS), Path("decode.json")]  # they travel together
+    checkpoints = {path: sha256sum(out / "checkpoints" / path) for path in carried}
     run("dvc", "remote", "add", "-d", "store", str(tmp_path / "remote"), cwd=work)
     run("dvc", "push", cwd=work)
     shutil.rmtree(work / ".dvc" / "cache")
     shutil.rmtree(out / "checkpoints")
     run("dvc", "pull", cwd=work)
-    assert {m: sha256sum(out / "checkpoints" / m / "seed1.pt") for m in MODELS} == checkpoints
+    assert {path: sha256sum(out / "checkpoints" / path) for path in carried} == checkpoints
     assert "up to date" in run("dvc", "status", cwd=work).stdout.lower()
 
 
@@ -212,6 +219,7 @@ def test_dvc_status_is_clean_after_downloading_from_the_mirror(tmp_path):
 STAGE_COMMANDS = {
     "prepare": ["download", "prepare", "spm_train", "spm_encode"],
     "train": ["train"],
+    "decoding": ["decoding"],
     "evaluate": ["translate", "score", "speed", "analyse", "reliance"],
     "report": ["significance", "contrasts", "lengths", "aggregate", "silver", "table", "plot", "report"],
 }

@@ -273,9 +273,9 @@ def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, mon
     monkeypatch.chdir(tmp_path)
     assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", "--beam", "3") == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "mixnmt translate: error: config.yaml: not in the working directory, which the decoding settings "
-        "come from; run from the repository root, or give --configfile, --config, or every setting "
-        "(missing: --length-penalty --max-len-a --max-len-b --batch-size)"
+        f"mixnmt translate: error: {random_checkpoint.parent.parent / 'decode.json'}: no decoding settings "
+        "beside the checkpoint, and no config.yaml in the working directory; give --configfile, --config, "
+        "or every setting (missing: --length-penalty --max-len-a --max-len-b --batch-size)"
     )
     settings = {"beam": 3, "length_penalty": 0.5, "max_len_a": 1.0, "max_len_b": 4, "batch_size": 2}
     options = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
@@ -286,6 +286,47 @@ def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, mon
     assert decode_settings(ROOT / "config.yaml") == decode_config()
     configfile = ["--configfile", str(ROOT / "config.yaml"), "--beam", "3"]
     assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", *configfile) == 0
+
+
+def test_a_checkpoint_carries_its_experiments_decoding_settings(
+    random_checkpoint, tiny_spm, tmp_path, monkeypatch, capsys
+):
+    """The workflow writes an experiment's decoding settings beside its checkpoints
+    (`mixnmt decoding`); translate and the Python API decode with them from any directory,
+    config files and options still overriding them; a broken file is named."""
+    folder = tmp_path / "results" / "exp" / "checkpoints"
+    (folder / FAST).mkdir(parents=True)
+    saved = folder / FAST / "seed1.pt"
+    saved.write_bytes(random_checkpoint.read_bytes())
+    carried = {"beam": 2, "length_penalty": 0.5, "max_len_a": 1.0, "max_len_b": 3, "batch_size": 4}
+    assert main(["decoding", "--config", json.dumps(carried), str(folder / "decode.json")]) == 0
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # no config.yaml here
+
+    def translated(*options: str) -> list[str]:
+        assert translate_cli(saved, tiny_spm, str(tmp_path / "in.txt"), "out.txt", *options) == 0
+        return read_lines("out.txt")
+
+    def expected(**settings) -> list[str]:
+        return Translator.load(saved, tiny_spm, decode_config(**settings)).translate(SENTENCES)
+
+    assert translated() == expected(**carried) != expected()  # config.yaml's beam is 5
+    assert Translator.load(saved, tiny_spm).config == decode_config(**carried)
+    assert translated("--beam", "1") == expected(**carried | {"beam": 1})
+    greedy = tmp_path / "greedy.yaml"
+    greedy.write_text("decode:\n  beam: 1\n")
+    overlays = ["--configfile", str(ROOT / "config.yaml"), "--configfile", str(greedy)]
+    assert translated(*overlays) == expected(beam=1)
+    (folder / "decode.json").write_text(json.dumps(carried | {"beam": 0}))
+    assert translate_cli(saved, tiny_spm, str(tmp_path / "in.txt"), "out.txt") == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"mixnmt translate: error: {folder / 'decode.json'}: decode.beam: 0 is less than the minimum of 1"
+    )
+    assert main(["decoding", "--config", json.dumps({"beam": 2}), str(folder / "new.json")]) == 1
+    assert "decode.length_penalty: missing setting" in capsys.readouterr().err
+    assert not (folder / "new.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,7 @@ def test_dry_run_lists_every_stage(workdir):
         "all": 1,
         "analyse": n,
         "contrasts": t,  # each test set's contrasts over every seed
+        "decoding": 1,  # the decoding settings beside the checkpoints
         "download": 2 * (2 + t),  # train, valid and every test set, both languages
         "lengths": t,
         **{f"plot_{name}": 1 for name in FIGURES},
@@ -434,13 +435,16 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert (
             f"{manifest['params']} parameters" in (out / "logs" / "train" / model / "seed1.log").read_text()
         )
-    # A sentence typed at `mixnmt translate --text` gets the translation the workflow made.
+    # A sentence typed at `mixnmt translate --text` gets the translation the workflow made,
+    # from any directory: the checkpoint carries the experiment's decoding settings (beam 3,
+    # tests/tiny.yaml's, where config.yaml's is 5).
+    assert json.loads((out / "checkpoints" / "decode.json").read_text())["beam"] == TINY["decode"]["beam"]
     first = read_lines(out / "corpus" / "test_a.en")[0]
     spm = out / "spm" / "joint.model"
     typed = subprocess.run(
         [Path(sys.executable).parent / "mixnmt", "translate", "--text", "--checkpoint",
-         out / "checkpoints" / FAST / "seed1.pt", "--spm", spm, "--configfile", "tests/tiny.yaml"],
-        input=f"{first}\n", capture_output=True, text=True, cwd=project,
+         (out / "checkpoints" / FAST / "seed1.pt").resolve(), "--spm", spm.resolve()],
+        input=f"{first}\n", capture_output=True, text=True, cwd=tmp_path_factory.mktemp("elsewhere"),
         env={**os.environ, "PYTHONPATH": str(project / "src")},
     )  # fmt: skip
     assert typed.returncode == 0, typed.stderr

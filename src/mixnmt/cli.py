@@ -349,7 +349,7 @@ def _count(text: str) -> int:
 def translate_arguments(s: argparse.ArgumentParser) -> None:
     _setting_options(s, "decode")
     _add_trained_model(s, name_required=False)
-    s.add_argument("--config", type=_json, help="JSON: the decoding settings")
+    s.add_argument("--config", type=_json, help="JSON: the decoding settings (default: the checkpoint's)")
     _add_configfiles(s, "or take `decode:` from config.yaml with this overlay merged on it")
     s.add_argument("--text", action="store_true", help="INPUT is raw text (default: standard input)")
     s.add_argument(
@@ -390,7 +390,8 @@ def _decoding(a: argparse.Namespace) -> DecodeConfig:
     from mixnmt.translator import decoding
 
     options = {f.name: getattr(a, f.name) for f in dataclasses.fields(DecodeConfig)}
-    return decoding(a.config, a.configfile or [], {k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    return decoding(a.checkpoint, a.config, a.configfile or [], given)
 
 
 def cmd_translate(a: argparse.Namespace) -> None:
@@ -421,6 +422,21 @@ def cmd_translate(a: argparse.Namespace) -> None:
         translate_text(translator, source, output, written)
     else:
         translate_file(translator, a.input, a.output, a.manifest, written)
+
+
+def decoding_arguments(s: argparse.ArgumentParser) -> None:
+    _settings_help(s, "decode")
+    s.add_argument("--config", type=_json, required=True, help="JSON: the decoding settings")
+    s.add_argument("output", type=Output, help="where they go, beside the checkpoints (JSON)")
+
+
+def cmd_decoding(a: argparse.Namespace) -> None:
+    import dataclasses
+
+    from mixnmt.config import DecodeConfig, config_section
+    from mixnmt.files import write_json
+
+    write_json(a.output, dataclasses.asdict(config_section(DecodeConfig, "decode", a.config)))
 
 
 def score_arguments(s: argparse.ArgumentParser) -> None:
@@ -561,19 +577,17 @@ def cmd_reliance(a: argparse.Namespace) -> None:
 def speed_arguments(s: argparse.ArgumentParser) -> None:
     _settings_help(s, "decode")
     _add_trained_model(s, name_required=True)
-    s.add_argument("--config", type=_json, default={}, help="JSON: the decoding settings")
+    s.add_argument("--config", type=_json, help="JSON: the decoding settings (default: the checkpoint's)")
     s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Output, help="where the timings go (JSON)")
 
 
 def cmd_speed(a: argparse.Namespace) -> None:
-    from mixnmt.config import config_section
-    from mixnmt.decode import DecodeConfig
     from mixnmt.speed import measure_speed
+    from mixnmt.translator import decoding
 
-    config = config_section(DecodeConfig, "decode", a.config)
-    measure_speed(_loaded(a), a.input, a.output, config, a.sentences)
+    measure_speed(_loaded(a), a.input, a.output, decoding(a.checkpoint, a.config, [], {}), a.sentences)
 
 
 def analyse_arguments(s: argparse.ArgumentParser) -> None:
@@ -758,6 +772,9 @@ COMMANDS: dict[str, Command] = {
     "spm-train": Command(cmd_spm_train, spm_train_arguments, "train a SentencePiece model"),
     "spm-encode": Command(cmd_spm_encode, spm_encode_arguments, "encode a text file into lines of token ids"),
     "train": Command(cmd_train, train_arguments, "train one model and keep its best checkpoint"),
+    "decoding": Command(
+        cmd_decoding, decoding_arguments, "the decoding settings that travel with an experiment's checkpoints"
+    ),
     "translate": Command(cmd_translate, translate_arguments, "translate source ids, or raw text with --text"),
     "score": Command(
         cmd_score, score_arguments, "BLEU, chrF and lowercased BLEU of a translation against its references"

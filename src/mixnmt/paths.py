@@ -10,6 +10,10 @@ from pathlib import Path
 CHECKPOINTS = "checkpoints"
 """The folder of trained weights: what a results tarball leaves out."""
 
+DECODING = "decode.json"
+"""The decoding settings that travel with an experiment's checkpoints, in their folder
+(`decoding_of`): `mixnmt translate` reads them unless told otherwise."""
+
 STATES = "states"
 """The folder of training runs' resumable states: outside every output of the run (DVC
 deletes a stage's outputs before it reruns it, and an interrupted run must resume);
@@ -19,6 +23,12 @@ also left out of tarballs."""
 def run(model: str = "{model}", seed: str | int = "{seed}") -> str:
     """The folder part of one training run's outputs: <model>/seed<seed>."""
     return f"{model}/seed{seed}"
+
+
+def decoding_of(checkpoint: Path) -> Path:
+    """Where the decoding settings of a checkpoint at `Layout.checkpoint` are: its
+    experiment's `Layout.decoding`, two folders up."""
+    return checkpoint.parent.parent / DECODING
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,10 @@ class Layout:
 
     def checkpoint(self, model: str = "{model}", seed: str | int = "{seed}") -> str:
         return f"{self.root}/{CHECKPOINTS}/{run(model, seed)}.pt"
+
+    def decoding(self) -> str:
+        """The decoding settings of the experiment, beside its checkpoints (JSON)."""
+        return f"{self.root}/{CHECKPOINTS}/{DECODING}"
 
     def train(self, file: str, model: str = "{model}", seed: str | int = "{seed}") -> str:
         """A file of one training run: metrics.tsv or manifest.json."""

@@ -1,9 +1,11 @@
 """Trained models as translators: text in, detokenised text out.
 
-    from mixnmt.translator import Translator, decode_settings
+    from mixnmt.translator import Translator
     Translator.load("results/multi30k-cpu/checkpoints/attention/seed1.pt",
-                    "results/multi30k-cpu/spm/joint.model",
-                    decode_settings()).translate(["A man is riding a bike."])
+                    "results/multi30k-cpu/spm/joint.model").translate(["A man is riding a bike."])
+
+decodes with the settings that travel with the checkpoint (`carried_settings`), from any
+directory; `decode_settings(overlay, ...)` gives config.yaml's with overlays instead.
 
 `translate_file` is what the workflow runs (a file of source ids, from `mixnmt spm-encode`);
 `mixnmt translate --text` reads raw text from a file or standard input. Either writes the
@@ -35,9 +37,10 @@ from mixnmt.config import CONFIG, config_section
 from mixnmt.config import load as load_config
 from mixnmt.data import normalise
 from mixnmt.decode import DecodeConfig, Hypothesis, search
-from mixnmt.files import read_bounded, read_lines, sha256sum, split_lines, write_json, write_lines
+from mixnmt.files import read_bounded, read_json, read_lines, sha256sum, split_lines, write_json, write_lines
 from mixnmt.manifest import manifest
 from mixnmt.models import REGISTRY
+from mixnmt.paths import decoding_of
 from mixnmt.weights import sentence_weights
 
 log = logging.getLogger(__name__)
@@ -57,21 +60,38 @@ def decode_settings(*overlays: str | Path) -> DecodeConfig:
     return config_section(DecodeConfig, "decode", load_config(*overlays)["decode"])
 
 
-def decoding(config: dict | None, overlays: list[str | Path], options: dict) -> DecodeConfig:
-    """The decoding settings: `config` (JSON's), or config.yaml's with `overlays` merged
-    on it, each setting in `options` overriding them; with every setting an option, no
-    file is read, so that it works anywhere."""
+def carried_settings(checkpoint: str | Path, remedy: str = "give decode_settings(...)") -> DecodeConfig:
+    """The decoding settings that travel with `checkpoint`: the workflow's decode.json
+    beside it (`paths.decoding_of`); without one, config.yaml's in the working directory;
+    without either, an error that ends with `remedy`."""
+    path = decoding_of(Path(checkpoint))
+    if path.is_file():
+        return config_section(DecodeConfig, f"{path}: decode", read_json(path))
+    if not CONFIG.is_file():
+        raise MixnmtError(
+            f"{path}: no decoding settings beside the checkpoint, and no {CONFIG} in the working "
+            f"directory; {remedy}"
+        )
+    return decode_settings()
+
+
+def decoding(
+    checkpoint: str | Path, config: dict | None, overlays: list[str | Path], options: dict
+) -> DecodeConfig:
+    """The decoding settings of `checkpoint`: `config` (JSON's), or config.yaml's with
+    `overlays` merged on it, or else those it carries (`carried_settings`), each setting in
+    `options` overriding them; with every setting an option, no file is read."""
     names = [f.name for f in dataclasses.fields(DecodeConfig)]
     missing = [f"--{name.replace('_', '-')}" for name in names if name not in options]
     if not missing:
         return config_section(DecodeConfig, "decode", options)
-    if not config and not overlays and not CONFIG.is_file():
-        raise MixnmtError(
-            f"{CONFIG}: not in the working directory, which the decoding settings come from; run "
-            "from the repository root, or give --configfile, --config, or every setting "
-            f"(missing: {' '.join(missing)})"
-        )
-    found = config_section(DecodeConfig, "decode", config) if config else decode_settings(*overlays)
+    if config:
+        found = config_section(DecodeConfig, "decode", config)
+    elif overlays:
+        found = decode_settings(*overlays)
+    else:
+        remedy = f"give --configfile, --config, or every setting (missing: {' '.join(missing)})"
+        found = carried_settings(checkpoint, remedy)
     return config_section(DecodeConfig, "decode", dataclasses.asdict(found) | options) if options else found
 
 
@@ -87,17 +107,17 @@ class Translator:
         cls,
         checkpoint_path: str | Path,
         spm: str | Path | tuple[str | Path, str | Path],
-        config: DecodeConfig,
+        config: DecodeConfig | None = None,
         name: str | None = None,
         entry: dict | None = None,
     ) -> Translator:
         """The model at `checkpoint_path` with its SentencePiece model(s) (one path when the
-        vocabulary is shared, else source and target), decoding with `config` (config.yaml's
-        is `decode_settings()`); `name` and `entry` refuse a checkpoint of another model
-        (see `checkpoint.load_model`)."""
+        vocabulary is shared, else source and target), decoding with `config` (default: the
+        settings it carries, `carried_settings`); `name` and `entry` refuse a checkpoint of
+        another model (see `checkpoint.load_model`)."""
         spm_files = (Path(spm),) * 2 if isinstance(spm, str | Path) else (Path(spm[0]), Path(spm[1]))
         loaded = checkpoint.load_for_inference(checkpoint_path, spm_files, name, entry)
-        return cls(loaded, config)
+        return cls(loaded, config or carried_settings(checkpoint_path))
 
     def search(self, sources: list[list[int]], nbest: int = 1) -> list[list[Hypothesis]]:
         """The `nbest` best hypotheses of each source (ids), best first (see `decode.search`)."""

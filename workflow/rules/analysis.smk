@@ -26,6 +26,7 @@ rule lengths:
 rule speed:
     input:
         checkpoint=LAYOUT.checkpoint(seed=FIRST_SEED),
+        decoding=LAYOUT.decoding(),  # read beside the checkpoint, as translate reads them
         source=ids(FIRST_TEST, SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
@@ -42,13 +43,12 @@ rule speed:
         gpu_jobs=gpu_jobs(WHOLE_GPU),
         mem_mb=4000,
     params:
-        config=canonical(config["decode"]),
         entry=entry,
         sentences=config["analysis"]["speed_sentences"],
     shell:
         "mixnmt speed --model {wildcards.model:q} --entry {params.entry:q}"
         " --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q} --sentences {params.sentences}"
-        " --config {params.config:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
+        " --threads {threads} {input.source:q} {output:q} 2> {log:q}"
 
 
 rule reliance:

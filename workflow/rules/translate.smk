@@ -1,6 +1,20 @@
+rule decoding:
+    output:
+        LAYOUT.decoding(),
+    log:
+        logged("decoding"),
+    conda:
+        "../../envs/text.yaml"
+    params:
+        config=canonical(config["decode"]),
+    shell:
+        "mixnmt decoding --config {params.config:q} {output:q} 2> {log:q}"
+
+
 rule translate:
     input:
         checkpoint=LAYOUT.checkpoint(),
+        decoding=LAYOUT.decoding(),  # the settings the checkpoint carries: translate reads them
         source=ids("{testset}", SRC),
         spm=[spm_model(SRC), spm_model(TGT)],
     output:
@@ -19,10 +33,9 @@ rule translate:
         gpu_jobs=gpu_jobs(),
         mem_mb=4000,
     params:
-        config=canonical(config["decode"]),
         entry=entry,
     shell:
         "mixnmt translate --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q}"
         " --model {wildcards.model:q} --entry {params.entry:q}"
-        " --config {params.config:q} --threads {threads} --manifest {output.manifest:q}"
+        " --threads {threads} --manifest {output.manifest:q}"
         " {input.source:q} {output.text:q} 2> {log:q}"
