@@ -97,6 +97,18 @@ def test_non_finite_numbers_are_refused_with_their_key(path, value):
         check(config)
 
 
+def test_a_reference_scored_on_a_test_set_the_dataset_lacks_is_refused():
+    config = copy.deepcopy(CONFIG)
+    reference = {"name": "A et al.", "setting": "tiny", "metric": "bleu_lc", "scores": {"test_2099": 40.0}}
+    config["analysis"]["references"] = [reference]
+    validate(config, str(SCHEMA))
+    tests = ", ".join(CONFIG["datasets"][CONFIG["dataset"]]["test"])
+    with pytest.raises(MixnmtError) as error:
+        check(config)
+    expected = f"analysis.references.0.scores: 'test_2099' is not one of the test sets: {tests}"
+    assert str(error.value) == expected
+
+
 @pytest.mark.parametrize(
     "path, value, message",
     [

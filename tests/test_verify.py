@@ -160,3 +160,43 @@ def test_the_readmes_results_are_the_ones_the_published_tables_give(folder, monk
 
     monkeypatch.chdir(ROOT)
     assert rewrite(ROOT / "README.md", folder, configuration(folder, []), check=True)
+
+
+def test_the_readme_says_how_long_each_model_trained_and_what_one_seed_is():
+    """A run stopped by patience is described as such (its epochs are in the cost table);
+    one seed's numbers are labelled one run's, a description."""
+    from mixnmt.readme import how_summarised, how_trained
+
+    config = {"train": {"max_tokens": 4096, "epochs": 40, "patience": 5}}
+    assert how_trained(config, {"a": 40, "b": 40}, 4920) == (
+        "each trained for 40 epochs (4920 updates of batches of at most 4096 tokens)"
+    )
+    assert how_trained(config, {"a": 23, "b": 40}, 2829) == (
+        "each trained on batches of at most 4096 tokens until its validation loss had not improved "
+        "for 5 epochs, or for at most 40 (the epochs each ran: the cost table)"
+    )
+    assert how_summarised([1]).startswith("One seed (1): every number is one run's, a description")
+    assert how_summarised([1, 2]).startswith("Means ± sd over seeds")
+
+
+def test_published_references_stand_beside_the_models_in_their_metric(monkeypatch):
+    """`analysis.references`: each reference's row under its metric, beside every model's
+    mean over seeds of that metric, per test set ("–" where it published none)."""
+    import pandas as pd
+
+    from mixnmt.readme import results_block
+    from mixnmt.verify import configuration
+
+    monkeypatch.chdir(ROOT)
+    folder = published()[-1]
+    config = configuration(folder, [])
+    testsets = list(config["datasets"][config["dataset"]]["test"])
+    reference = {"name": "A et al.", "setting": "2 layers", "metric": "bleu_lc"}
+    config["analysis"]["references"] = [reference | {"scores": {testsets[0]: 41.5}}]
+    block = results_block(folder, config)
+    scores = pd.read_csv(folder / "scores.tsv", sep="\t")
+    model = config["analysis"]["baseline"]
+    mean = scores[(scores.model == model) & (scores.testset == testsets[0])].bleu_lc.mean()
+    assert f"| `{model}` | this experiment | BLEU (lowercased) | {mean:.2f} |" in block
+    assert "| A et al. | 2 layers | BLEU (lowercased) | 41.50 | – |" in block
+    assert "BLEU (cased sacreBLEU)" not in block  # no reference reports it

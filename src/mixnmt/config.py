@@ -365,6 +365,13 @@ def check(config: dict[str, Any]) -> None:
         raise MixnmtError(
             f"analysis.primary.testset: {primary!r} is not one of the test sets: {', '.join(dataset['test'])}"
         )
+    for i, reference in enumerate(config["analysis"]["references"]):
+        for testset in reference["scores"]:
+            if testset not in dataset["test"]:
+                raise MixnmtError(
+                    f"analysis.references.{i}.scores: {testset!r} is not one of the test sets: "
+                    f"{', '.join(dataset['test'])}"
+                )
     edges = config["analysis"]["length_buckets"]
     if sorted(set(edges)) != edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")

@@ -157,12 +157,13 @@ def alignment_table(errors: pd.DataFrame, posteriors: pd.DataFrame) -> pd.DataFr
     return table.fillna("")
 
 
-def cost_table(cost: pd.DataFrame, jobs: pd.DataFrame) -> tuple[pd.DataFrame, float]:
-    """Per model (first seed): training time, tokens/s and peak memory, decoding speed; and
-    the hours of every job that ran a model."""
+def cost_table(cost: pd.DataFrame, jobs: pd.DataFrame, epochs: dict[str, int]) -> tuple[pd.DataFrame, float]:
+    """Per model (first seed): the epochs it trained, training time, tokens/s and peak
+    memory, decoding speed; and the hours of every job that ran a model."""
     table = pd.DataFrame(
         {
             "model": [f"`{m}`" for m in cost.model],
+            "epochs": [epochs[m] for m in cost.model],
             "training (min)": (cost.train_seconds / 60).round(1),
             "tokens/s": cost.train_tokens_per_s.round(0).astype(int),
             "peak memory (GB)": (cost.train_peak_rss_mb / 1024).round(1),
@@ -178,23 +179,86 @@ def primary_name(config: dict[str, Any]) -> str:
     return f"{METRIC_NAMES[metric]} on {testset}"
 
 
+METRICS = {"bleu": "BLEU (cased sacreBLEU)", "bleu_lc": "BLEU (lowercased)"}
+
+
+def references_table(scores: pd.DataFrame, config: dict[str, Any], models: list[str]) -> pd.DataFrame:
+    """`analysis.references` beside this experiment's models, per metric they report: the
+    models' mean over seeds and each reference's published score, per test set."""
+    references = config["analysis"]["references"]
+    testsets = list(config["datasets"][config["dataset"]]["test"])
+    rows = []
+    for metric in dict.fromkeys(r["metric"] for r in references):
+        for model in models:
+            runs = scores[scores.model == model]
+            cells = {short(t): f"{runs[runs.testset == t][metric].mean():.2f}" for t in testsets}
+            rows.append(
+                {"system": f"`{model}`", "setting": "this experiment", "metric": METRICS[metric]} | cells
+            )
+        for reference in (r for r in references if r["metric"] == metric):
+            published = reference["scores"]
+            cells = {short(t): f"{published[t]:.2f}" if t in published else "–" for t in testsets}
+            rows.append(
+                {"system": reference["name"], "setting": reference["setting"], "metric": METRICS[metric]}
+                | cells
+            )
+    return pd.DataFrame(rows)
+
+
+def how_trained(config: dict[str, Any], epochs: dict[str, int], steps: int) -> str:
+    """How long the models trained, in words: a fixed number of epochs (and `steps`, the
+    first model's updates), or until validation stopped improving when a run stopped early
+    (`epochs`: each model's, first seed)."""
+    train = config["train"]
+    batches = f"batches of at most {train['max_tokens']} tokens"
+    if all(n == train["epochs"] for n in epochs.values()):
+        return f"each trained for {train['epochs']} epochs ({steps} updates of {batches})"
+    return (
+        f"each trained on {batches} until its validation loss had not improved for "
+        f"{train['patience']} epochs, or for at most {train['epochs']} (the epochs each ran: "
+        "the cost table)"
+    )
+
+
+def how_summarised(seeds: list[int]) -> str:
+    """What a number of the scores table is: a mean over seeds, or one run's."""
+    if len(seeds) == 1:
+        return (
+            f"One seed ({seeds[0]}): every number is one run's, a description, not a claim; length "
+            "(output tokens over the references') and looping (the share of translations in which a "
+            "word 3-gram comes three times) are means over test sets"
+        )
+    return (
+        "Means ± sd over seeds; length (output tokens over the references') and looping (the share "
+        "of translations in which a word 3-gram comes three times) are means over seeds and test "
+        "sets, with their range over seeds"
+    )
+
+
 def results_block(folder: Path, config: dict[str, Any]) -> str:
     """The README's results of the published experiment in `folder`, as Markdown."""
     layout = Layout(str(folder))
     models, testsets = selected(config), list(config["datasets"][config["dataset"]]["test"])
     scores, contrasts = read_table(layout.summary()), read_table(layout.table("contrasts"))
-    manifest = read_json(layout.train("manifest.json", models[0], config["seeds"][0]))
-    train, first = config["train"], scores.iloc[0]
+    seeds = config["seeds"]
+    manifest = read_json(layout.train("manifest.json", models[0], seeds[0]))
+    epochs = {m: len(read_table(layout.train("metrics.tsv", m, seeds[0]), ["epoch"])) for m in models}
+    first = scores.iloc[0]
     parts = [
-        f"{len(models)} models, seeds {', '.join(map(str, config['seeds']))}, each trained for "
-        f"{train['epochs']} epochs ({manifest['steps']} updates of batches of at most {train['max_tokens']} "
-        f"tokens) and decoded with beam {config['decode']['beam']}; sacreBLEU on detokenised, cased "
-        f"output (BLEU {first.bleu_signature}; chrF {first.chrf_signature}). Means ± sd over seeds; "
-        "length (output tokens over the references') and looping (the share of translations in which "
-        "a word 3-gram comes three times) are means over seeds and test sets, with their range over "
-        "seeds; reliance is the bounded source-reliance estimate on validation, nats/token.",
+        f"{len(models)} models, {'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}, "
+        f"{how_trained(config, epochs, manifest['steps'])} and decoded with beam {config['decode']['beam']}; "
+        f"sacreBLEU on detokenised, cased output (BLEU {first.bleu_signature}; chrF {first.chrf_signature}). "
+        f"{how_summarised(seeds)}; reliance is the bounded source-reliance estimate on validation, "
+        "nats/token.",
         markdown_table(scores_table(scores, models, testsets)),
     ]
+    if config["analysis"]["references"]:
+        parts += [
+            "Beside published numbers, as their papers report them (sizes, tokenisation and "
+            "training differ as each setting says; published Multi30k numbers are mostly "
+            "lowercased BLEU):",
+            markdown_table(references_table(scores, config, models)),
+        ]
     if not contrasts.empty:
         parts += [
             "The contrasts, B against A with the training run as the unit: the difference of the "
@@ -226,7 +290,7 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
             "expected to be better than a prior's):",
             markdown_table(alignment),
         ]
-    cost, hours = cost_table(read_table(layout.table("cost")), read_table(layout.table("jobs")))
+    cost, hours = cost_table(read_table(layout.table("cost")), read_table(layout.table("jobs")), epochs)
     parts += [
         f"What it cost (first seed; tables/jobs.tsv: {hours:.1f} hours of jobs that ran a model in all):",
         markdown_table(cost),

@@ -294,13 +294,22 @@ image, whether a CPU may train it, the PyTorch build of its environments): no re
 depends on them."""
 
 
+README_ONLY = ("references",)
+"""Analysis settings that only the README's results read (`mixnmt readme`): nothing in the
+report depends on them."""
+
+
 def reported(config: dict) -> dict:
-    """The configuration as the report shows and records it: without RUN_ONLY's keys, and
-    without a training setting added later at the value runs had before it (`runs.ADDED`),
-    as a run's definition leaves it out: adding a setting changes no published report."""
+    """The configuration as the report shows and records it: without RUN_ONLY's keys and
+    README_ONLY's analysis settings, and without a training setting added later at the
+    value runs had before it (`runs.ADDED`), as a run's definition leaves it out: adding a
+    setting changes no published report."""
     train = {k: v for k, v in config.get("train", {}).items() if k not in ADDED or v != ADDED[k]}
-    return {key: value for key, value in config.items() if key not in RUN_ONLY} | (
-        {"train": train} if "train" in config else {}
+    analysis = {k: v for k, v in config.get("analysis", {}).items() if k not in README_ONLY}
+    return (
+        {key: value for key, value in config.items() if key not in RUN_ONLY}
+        | ({"train": train} if "train" in config else {})
+        | ({"analysis": analysis} if "analysis" in config else {})
     )
 
 
