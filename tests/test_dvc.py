@@ -153,15 +153,35 @@ def test_dvc_repro_push_and_pull(tmp_path):
     assert "<script src" not in page and "https://cdn" not in page
     assert "vegaEmbed" in page and '"rev": "variant"' in page and '"rev": "HEAD"' in page
 
-    carried = [*(Path(m) / "seed1.pt" for m in MODELS), Path("decode.json")]  # they travel together
-    checkpoints = {path: sha256sum(out / "checkpoints" / path) for path in carried}
+    # The remote recipe: push the committed baseline from this clone; a fresh clone's `dvc
+    # pull` restores every output, the checkpoints byte for byte, and `dvc repro` runs nothing.
+    run("git", "checkout", "-q", ".", cwd=work)
+    run("dvc", "checkout", "--force", cwd=work)  # the baseline's outputs, not the variant's
+    made = {path: sha256sum(work / path) for path in outputs_of(work)}
     run("dvc", "remote", "add", "-d", "store", str(tmp_path / "remote"), cwd=work)
+    run("git", "commit", "-qam", "the shared store", cwd=work)
     run("dvc", "push", cwd=work)
-    shutil.rmtree(work / ".dvc" / "cache")
-    shutil.rmtree(out / "checkpoints")
-    run("dvc", "pull", cwd=work)
-    assert {path: sha256sum(out / "checkpoints" / path) for path in carried} == checkpoints
-    assert "up to date" in run("dvc", "status", cwd=work).stdout.lower()
+    fresh = tmp_path / "fresh"
+    run("git", "clone", "-q", str(work), str(fresh), cwd=tmp_path)
+    run("dvc", "pull", cwd=fresh)
+    assert {path: sha256sum(fresh / path) for path in outputs_of(fresh)} == made
+    assert any(path.suffix == ".pt" for path in made) and any(path.name == "decode.json" for path in made)
+    repro = run("dvc", "repro", cwd=fresh)
+    assert stages_run(repro.stdout) == set() and "Data and pipelines are up to date" in repro.stdout
+
+
+def outputs_of(work: Path) -> list[Path]:
+    """Every file of the stages' outputs that dvc.lock records in `work`."""
+    lock = yaml.safe_load((work / "dvc.lock").read_text())["stages"]
+    found = []
+    for out in (out for stage in lock.values() for out in stage.get("outs", [])):
+        path = work / out["path"]
+        found += (
+            [p.relative_to(work) for p in sorted(path.rglob("*")) if p.is_file()]
+            if path.is_dir()
+            else [path.relative_to(work)]
+        )
+    return found
 
 
 def experiment_scores(shown: list[dict]) -> dict[str, dict]:
