@@ -191,6 +191,7 @@ def measure(out: Path, device: str, deadline: float, quick: bool, jobs: int | No
         "--json",
         str(out / "speed.json"),
         "--no-baseline",  # the device's precision only: the step has 300 s
+        "--profile",  # where the first model's training steps spend their time, in speed.log
         "--processes",
         *map(str, counts),
     ]

@@ -4,6 +4,7 @@
         --data results/multi30k-cpu                             # the CPU study: real batches, its checkpoints
     python benchmarks/speed.py                                  # synthetic Multi30k-like batches
     python benchmarks/speed.py --device cuda --processes 1 4 8  # on a GPU, and GPU sharing
+    python benchmarks/speed.py --models rnn --profile           # and where its steps spend their time
 
 For each model of the configuration (config.yaml, with `--configfile` overlays) at its
 size: parameters, training FLOPs per target token (counted by torch's FlopCounterMode
@@ -325,6 +326,29 @@ def measure(job: dict) -> dict:
     return row
 
 
+def profile(job: dict, rows: int = 15) -> str:
+    """Where one model's training steps spend their time: torch.profiler's operators by
+    self time over the job's steps after two warm-up steps (`rows` of them), measured in a
+    fresh process as `measure` is."""
+    keep_freed_memory()
+    torch.set_num_threads(job["threads"])
+    device = torch.device(job["device"])
+    data = training_data(job)
+    batches = [data.collate(b) for b in data.batches(job["max_tokens"], torch.Generator().manual_seed(1))]
+    step = trainer(job, device).train_step
+    for batch in batches[:2]:
+        step(batch)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profiler:
+        for batch in batches[2 : job["steps"]]:
+            step(batch)
+        sync(device)
+    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    return profiler.key_averages().table(sort_by=key, row_limit=rows)
+
+
 def share(job: dict, start: object, seconds: float) -> int:
     """Target tokens one of several processes training side by side gets through in
     `seconds` after `start` (a barrier all of them wait at, warmed up)."""
@@ -399,6 +423,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="timed seconds per number of processes")
     parser.add_argument(
         "--references", action=argparse.BooleanOptionalAction, default=True, help="also time the references"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print torch.profiler's table of the first model's training steps (new path)",
     )
     parser.add_argument("--json", type=Path, help="also write every number here")
     a = parser.parse_args()
@@ -475,6 +504,12 @@ def main() -> None:
             rows.append(pool.submit(measure, job).result())
         keep()  # an interrupted benchmark keeps the rows it has
     print_table(rows, versus, peaks)
+
+    if a.profile:
+        job = next(j for j in jobs if not j["reference"] and j["path"] == "new")
+        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            table = pool.submit(profile, job).result()
+        print(f"\nWhere {job['model']}'s training steps spend their time ({job['precision']}):\n{table}")
 
     shared = record["shared"]
     if a.processes:

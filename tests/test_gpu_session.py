@@ -154,6 +154,7 @@ def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
     assert facts["torch"] and facts["gpu"] is None and facts["commit"]
     assert "no CUDA device on this machine" in (out / "cuda-tests.log").read_text()
     assert set(json.loads((out / "speed.json").read_text())["shared"]) == {"1", "2"}
+    assert "training steps spend their time" in (out / "speed.log").read_text()  # the profiler's table
     assert "deadline reached: SIGTERM to" in (out / "study.log").read_text()
     states = list((work / "results" / "tiny" / "states").glob("*/seed1.pt"))
     assert states, "no training state was saved at the deadline"
