@@ -235,21 +235,31 @@ def how_summarised(seeds: list[int]) -> str:
     )
 
 
+def what_ran(
+    layout: Layout, config: dict[str, Any], models: list[str], epochs: dict[str, int], first: pd.Series
+) -> str:
+    """The sentence before the score table: the models and seeds, how they trained and
+    decoded, how they were scored (from `first`, a row of scores.tsv), what a number is."""
+    seeds = config["seeds"]
+    steps = read_json(layout.train("manifest.json", models[0], seeds[0]))["steps"]
+    return (
+        f"{len(models)} models, {'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}, "
+        f"{how_trained(config, epochs, steps)} and decoded with beam {config['decode']['beam']}; "
+        f"sacreBLEU on detokenised, cased output (BLEU {first.bleu_signature}; chrF {first.chrf_signature}). "
+        f"{how_summarised(seeds)}; reliance is the bounded source-reliance estimate on validation, "
+        "nats/token."
+    )
+
+
 def results_block(folder: Path, config: dict[str, Any]) -> str:
     """The README's results of the published experiment in `folder`, as Markdown."""
     layout = Layout(str(folder))
     models, testsets = selected(config), list(config["datasets"][config["dataset"]]["test"])
     scores, contrasts = read_table(layout.summary()), read_table(layout.table("contrasts"))
     seeds = config["seeds"]
-    manifest = read_json(layout.train("manifest.json", models[0], seeds[0]))
     epochs = {m: len(read_table(layout.train("metrics.tsv", m, seeds[0]), ["epoch"])) for m in models}
-    first = scores.iloc[0]
     parts = [
-        f"{len(models)} models, {'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}, "
-        f"{how_trained(config, epochs, manifest['steps'])} and decoded with beam {config['decode']['beam']}; "
-        f"sacreBLEU on detokenised, cased output (BLEU {first.bleu_signature}; chrF {first.chrf_signature}). "
-        f"{how_summarised(seeds)}; reliance is the bounded source-reliance estimate on validation, "
-        "nats/token.",
+        what_ran(layout, config, models, epochs, scores.iloc[0]),
         markdown_table(scores_table(scores, models, testsets)),
     ]
     if config["analysis"]["references"]:

@@ -1,8 +1,9 @@
-rule decoding:
+rule decoding:  # a small JSON file: written where Snakemake runs, never a cluster job
     output:
         LAYOUT.decoding(),
     log:
         logged("decoding"),
+    localrule: True
     conda:
         "../../envs/text.yaml"
     params:
