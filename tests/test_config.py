@@ -97,6 +97,14 @@ def test_non_finite_numbers_are_refused_with_their_key(path, value):
         check(config)
 
 
+@pytest.mark.parametrize("overlay", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_experiment_passes_the_config_check(overlay, monkeypatch):
+    from mixnmt.config import load
+
+    monkeypatch.chdir(ROOT)
+    assert load(overlay)["experiment"] == yaml.safe_load(overlay.read_text())["experiment"]
+
+
 def test_a_reference_scored_on_a_test_set_the_dataset_lacks_is_refused():
     config = copy.deepcopy(CONFIG)
     reference = {"name": "A et al.", "setting": "tiny", "metric": "bleu_lc", "scores": {"test_2099": 40.0}}
