@@ -326,16 +326,23 @@ def measure(job: dict) -> dict:
     return row
 
 
+def training(job: dict, threads: int) -> tuple[torch.device, Trainer, list[Batch]]:
+    """In a fresh process: `threads` threads, freed memory kept for reuse as `mixnmt`
+    runs, the job's trainer on its device and every batch of its training data."""
+    keep_freed_memory()
+    torch.set_num_threads(threads)
+    device = torch.device(job["device"])
+    data = training_data(job)
+    batches = [data.collate(b) for b in data.batches(job["max_tokens"], torch.Generator().manual_seed(1))]
+    return device, trainer(job, device), batches
+
+
 def profile(job: dict, rows: int = 15) -> str:
     """Where one model's training steps spend their time: torch.profiler's operators by
     self time over the job's steps after two warm-up steps (`rows` of them), measured in a
     fresh process as `measure` is."""
-    keep_freed_memory()
-    torch.set_num_threads(job["threads"])
-    device = torch.device(job["device"])
-    data = training_data(job)
-    batches = [data.collate(b) for b in data.batches(job["max_tokens"], torch.Generator().manual_seed(1))]
-    step = trainer(job, device).train_step
+    device, model_trainer, batches = training(job, job["threads"])
+    step = model_trainer.train_step
     for batch in batches[:2]:
         step(batch)
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -352,12 +359,7 @@ def profile(job: dict, rows: int = 15) -> str:
 def share(job: dict, start: object, seconds: float) -> int:
     """Target tokens one of several processes training side by side gets through in
     `seconds` after `start` (a barrier all of them wait at, warmed up)."""
-    keep_freed_memory()
-    torch.set_num_threads(1)
-    device = torch.device(job["device"])
-    model_trainer = trainer(job, device)
-    data = training_data(job)
-    batches = [data.collate(b) for b in data.batches(job["max_tokens"], torch.Generator().manual_seed(1))]
+    _, model_trainer, batches = training(job, 1)
     for batch in batches[:3]:
         model_trainer.train_step(batch)
     model_trainer.settle()

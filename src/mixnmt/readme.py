@@ -189,9 +189,9 @@ def references_table(scores: pd.DataFrame, config: dict[str, Any], models: list[
     testsets = list(config["datasets"][config["dataset"]]["test"])
     rows = []
     for metric in dict.fromkeys(r["metric"] for r in references):
+        means = scores.groupby(["model", "testset"])[metric].mean()
         for model in models:
-            runs = scores[scores.model == model]
-            cells = {short(t): f"{runs[runs.testset == t][metric].mean():.2f}" for t in testsets}
+            cells = {short(t): f"{means[model, t]:.2f}" for t in testsets}
             rows.append(
                 {"system": f"`{model}`", "setting": "this experiment", "metric": METRICS[metric]} | cells
             )
