@@ -340,6 +340,32 @@ MIXTURE = next(
 )  # the first with the remedies
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_transformers_written_out_attention_is_the_fused_kernels(causal, monkeypatch):
+    """`attend` writes attention out where it keeps the weights, and for training on the
+    CPU under autocast, where the fused kernel's bf16 backward pass is slower: the same
+    numbers as the fused kernel, masked positions get no weight, and training under
+    autocast never reaches it."""
+    from mixnmt.models import transformer
+
+    q, k, v = torch.randn(3, 2, 3, 5, 4, requires_grad=True).unbind()  # (B, H, T, dk) each, T = S
+    mask = None if causal else (torch.arange(5) < torch.tensor([[5], [3]]))[:, None, None]  # (B, 1, 1, S)
+    fused, none = transformer.attend(q, k, v, mask, causal)
+    written, weights = transformer.attend(q, k, v, mask, causal, keep_weights=True)
+    assert none is None and (written - fused).abs().max() < 1e-6
+    assert torch.allclose(weights.sum(-1), torch.ones(2, 3, 5))
+    hidden = torch.ones(5, 5).triu(1).bool() if causal else ~mask.expand(2, 3, 5, 5)
+    assert weights.dtype == torch.float32 and (weights.masked_select(hidden) == 0).all()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the fused kernel ran under the CPU's autocast")
+
+    monkeypatch.setattr(transformer.F, "scaled_dot_product_attention", refuse)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low, _ = transformer.attend(q, k, v, mask, causal)
+    assert low.dtype == torch.bfloat16 and (low.float() - fused).abs().max() < 0.05
+
+
 def mixture_variant(**knobs):
     """A tiny MIXTURE (source: summary) with `knobs`, built from seed 0."""
     torch.manual_seed(0)

@@ -42,6 +42,32 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(b, t, h * dk)
 
 
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    keep_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(q k^T / sqrt(d_k)) v per head (B, H, T, dk), and the weights (B, H, T, S)
+    if `keep_weights`; `mask` (broadcast to (B, H, T, S)) keeps the positions it is True at.
+
+    The fused kernel, except where weights are kept or a backward pass on the CPU under
+    autocast follows: the CPU's fused bf16 backward takes 3 to 5 times as long as these
+    products in bf16 with the softmax in fp32 (`benchmarks/speed.py --profile` shows it),
+    while its forward pass decodes faster."""
+    backward_in_bf16 = q.requires_grad and q.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+    if not keep_weights and not backward_in_bf16:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal), None
+    scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(q.size(-1))  # (B, H, T, S)
+    if causal:
+        mask = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).tril()
+    weights = scores if mask is None else scores.masked_fill(~mask, -math.inf)
+    weights = weights.softmax(-1)
+    return weights.to(v.dtype) @ v, weights
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention; with a (keys, values) cache it extends the cache."""
 
@@ -57,13 +83,7 @@ class SelfAttention(nn.Module):
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B,H,T,dk)
         if cache is not None:  # one new position attends to every earlier one
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        y = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=mask,
-            is_causal=self.causal and cache is None,
-        )
+        y, _ = attend(q, k, v, mask, causal=self.causal and cache is None)
         return self.out(merge_heads(y)), (k, v)
 
 
@@ -86,12 +106,7 @@ class CrossAttention(nn.Module):
         self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor, keep_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         q = split_heads(self.q(x), self.heads)  # (B,H,T,dk)
-        if not keep_weights:  # fused kernel
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-            return self.out(merge_heads(y)), None
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B,H,T,S)
-        weights = scores.masked_fill(~mask, -math.inf).softmax(-1)
-        y = weights @ v
+        y, weights = attend(q, k, v, mask, keep_weights=keep_weights)
         return self.out(merge_heads(y)), weights
 
 
