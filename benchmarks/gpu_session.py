@@ -146,7 +146,10 @@ def group_alive(pgid: int) -> bool:
 
 
 def snakemake(directory: Path, *args: str | Path) -> list[str | Path]:
-    return [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", directory, *args]
+    """Snakemake on `directory`, scheduling greedily: the slot leaves out its ILP solver
+    (benchmarks/gpu_slot.py, LEFT_OUT)."""
+    command = [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", directory]
+    return [*command, "--scheduler", "greedy", *args]
 
 
 def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dict:

@@ -5,7 +5,8 @@
 builds .slot/ (git ignores it) here, where the package registry is reachable:
 - wheels/: mixnmt's own wheel, and the cp312 manylinux wheels of what mixnmt[workflow]
   needs that the device's image lacks (benchmarks/device-image.txt), at the versions
-  installed here: never one the image has, so none shadows its torch or numpy;
+  installed here, but for LEFT_OUT: never one the image has, so none shadows its torch
+  or numpy;
 - <dataset>/: the dataset's pinned files, copied from --mirror and checked by sha256
   (the device reaches no network);
 - COMMIT: the commit the wheel was built from (the device's copy has no .git).
@@ -38,6 +39,10 @@ from mixnmt.files import sha256sum
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOT = ".slot"
+LEFT_OUT = frozenset({"pulp"})
+"""Needed distributions the slot does not carry: pulp is only Snakemake's ILP scheduler,
+15.6 MiB of solver binaries (gpu_session's Snakemake schedules greedily without it), and
+the tree with the published results leaves no room for it in a call's 64 MiB."""
 CARRY_LIMIT = 64 * 2**20
 """What one call carries at most: the tree that travels and the carried paths."""
 CALL_MINUTES = 9.5
@@ -185,7 +190,7 @@ def prepare(mirror: Path, overlays: list[str], slot: Path = ROOT / SLOT) -> list
     shutil.rmtree(slot, ignore_errors=True)
     config = load(*overlays)
     on_image = image()
-    pins = {n: v for n, v in needed().items() if n not in on_image and n != "mixnmt"}
+    pins = {n: v for n, v in needed().items() if n not in on_image | LEFT_OUT and n != "mixnmt"}
     built = wheels(slot / "wheels", pins)
     shadowing = [w.name for w in built if canonicalize_name(parse_wheel_filename(w.name)[0]) in on_image]
     if shadowing:

@@ -46,6 +46,7 @@ def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(tiny_source, 
     names = {canonicalize_name(parse_wheel_filename(w.name)[0]): w.name for w in (slot / "wheels").iterdir()}
     assert {"mixnmt", "snakemake", "jsonschema", "referencing", "rpds-py"} <= names.keys()
     assert not names.keys() & gpu_slot.image(), "a wheel would shadow the image's own"
+    assert not names.keys() & gpu_slot.LEFT_OUT
     assert {"torch", "numpy", "pandas", "sacrebleu", "sentencepiece"} <= gpu_slot.image()
     for wheel in names.values():  # pure Python, or built for the device's CPython 3.12 on x86-64
         assert wheel.endswith("-none-any.whl") or re.search(r"-cp312-cp312-.*manylinux.*x86_64", wheel), wheel
