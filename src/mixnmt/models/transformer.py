@@ -65,7 +65,7 @@ def attend(
         mask = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).tril()
     weights = scores if mask is None else scores.masked_fill(~mask, -math.inf)
     weights = weights.softmax(-1)
-    return weights.to(v.dtype) @ v, weights
+    return weights.to(v.dtype) @ v, weights if keep_weights else None
 
 
 class SelfAttention(nn.Module):
