@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mixnmt import MixnmtError
@@ -91,27 +92,47 @@ def test_without_eflomal_the_alignment_errors_say_they_were_skipped(corpus, tmp_
     assert fig.axes[0].texts[0].get_text() == table.weights[0]
 
 
-def test_the_table_scores_each_weight_and_a_transformers_best_head():
+def aligned(seed: int, links: dict[str, list[str]], words: list[list[int]], model: str = "m") -> dict:
+    """A `mixnmt align` file of run `model` seed `seed`."""
+    return {"model": model, "run": {"model": model, "seed": seed}, "words": words, "links": links}
+
+
+def test_the_table_scores_each_weight_and_a_transformers_best_head_over_seeds():
     silver_links = {
         "words": [[2, 2], [1, 1], [3, 2]],
         "sure": ["0-0 1-1", "0-0", "0-0"],
         "possible": [""] * 3,
     }
-    links = {  # sentence 3's word counts differ from the silver ones: not scored
-        "alignment": ["0-0 1-1", "0-0", "2-1"],
-        "cross_attention mean": ["0-1 1-0", "0-0", ""],
-        "cross_attention layer 1 head 1": ["0-1 1-0", "", ""],
-        "cross_attention layer 2 head 1": ["0-0 1-0", "0-0", ""],
+    words = [[2, 2], [1, 1], [3, 3]]  # sentence 3's word counts differ from the silver ones: not scored
+    seed1 = {
+        "alignment": ["0-0 1-1", "0-0", "2-1"],  # AER 0
+        "cross_attention mean": ["0-1 1-0", "0-0", ""],  # 1 - 2/6
+        "cross_attention layer 1 head 1": ["0-1 1-0", "", ""],  # 1
+        "cross_attention layer 2 head 1": ["0-0 1-0", "0-0", ""],  # best: 1 - 4/6
     }
-    analyses = [{"model": "m", "reference": {"words": [[2, 2], [1, 1], [3, 3]], "links": links}}]
-    table = alignment_errors(analyses, silver_links).set_index("weights")
-    assert table.sentences.tolist() == [2, 2, 2]
-    assert table.aer["alignment"] == 0
+    seed2 = {
+        "alignment": ["0-1 1-0", "0-0", ""],  # 1 - 2/6
+        "cross_attention mean": ["0-1 1-0", "0-0", ""],  # 1 - 2/6
+        "cross_attention layer 1 head 1": ["0-0 1-1", "0-0", ""],  # best: 0
+        "cross_attention layer 2 head 1": ["0-1 1-0", "", ""],  # 1
+    }
+    runs = [aligned(1, seed1, words), aligned(2, seed2, words), aligned(1, {}, words, model="plain")]
+    table = alignment_errors(runs, silver_links).set_index("weights")
+    assert table.model.tolist() == ["m"] * 3  # a run without source weights has no row
+    assert table.seeds.tolist() == [2, 2, 2] and table.sentences.tolist() == [2, 2, 2]
+    assert table.aer["alignment"] == pytest.approx((0 + 1 - 2 / 6) / 2, abs=1e-3)
+    assert table.aer_sd["alignment"] == pytest.approx(np.std([0, 1 - 2 / 6], ddof=1), abs=1e-3)
     assert table.aer["cross_attention mean"] == pytest.approx(1 - 2 / 6, abs=1e-3)
-    best = table.loc["cross_attention best head (layer 2, head 1)"]
-    assert best.aer == pytest.approx(1 - 4 / 6, abs=1e-3) and best.precision == pytest.approx(2 / 3, abs=1e-3)
-    with pytest.raises(MixnmtError, match="m: alignments of 3 sentences, the silver ones of 2"):
-        alignment_errors(analyses, {k: v[:2] for k, v in silver_links.items()})
+    assert table.aer_sd["cross_attention mean"] == 0
+    best = table.loc["cross_attention best head"]
+    assert best.aer == pytest.approx((1 - 4 / 6 + 0) / 2, abs=1e-3)
+    assert best.precision == pytest.approx((2 / 3 + 1) / 2, abs=1e-3)
+    assert best.best_heads == "layer 2, head 1 (seed 1); layer 1, head 1 (seed 2)"
+    assert pd.isna(table.best_heads["alignment"]) or table.best_heads["alignment"] == ""
+    one = alignment_errors(runs[:1], silver_links).set_index("weights")
+    assert one.seeds.tolist() == [1, 1, 1] and one.aer_sd.isna().all()  # one seed: no spread
+    with pytest.raises(MixnmtError, match="m seed 1: alignments of 3 sentences, the silver ones of 2"):
+        alignment_errors(runs, {k: v[:2] for k, v in silver_links.items()})
 
 
 class StandIn:
@@ -154,8 +175,7 @@ def test_silver_alignments_without_words_or_links_are_refused_naming_what_is_mis
         alignment_errors([], {"aligner": "eflomal==2.0.0"})
 
 
-def test_an_alignment_error_rate_of_no_links_names_the_model_and_weights():
-    analysis = {"model": "m", "reference": {"words": [[1, 1]], "links": {"alignment": [""]}}}
+def test_an_alignment_error_rate_of_no_links_names_the_run_and_weights():
     silver_links = {"words": [[1, 1]], "sure": [""], "possible": [""]}
-    with pytest.raises(MixnmtError, match="^m, alignment: no alignment error rate: none of the 1 sentences"):
-        alignment_errors([analysis], silver_links)
+    with pytest.raises(MixnmtError, match="^m seed 3, alignment: no alignment error rate: none of the 1 sen"):
+        alignment_errors([aligned(3, {"alignment": [""]}, [[1, 1]])], silver_links)

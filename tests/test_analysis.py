@@ -8,7 +8,7 @@ import torch
 from conftest import TINY_MODELS, VARIANTS, tiny_model
 from mixnmt import MixnmtError, checkpoint, tokenize
 from mixnmt.alignment import parse
-from mixnmt.analysis import analyse
+from mixnmt.analysis import align, analyse
 from mixnmt.batching import read_ids
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, architecture
@@ -64,7 +64,11 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
             assert [shape[axes.index(a)] for a in lengths if a in axes] == [
                 lengths[a] for a in lengths if a in axes
             ]
-    check_reference_alignments(result, tiny_spm, source_ids, references)
+    assert "reference" not in result  # every run's alignments are `align`'s
+    aligned = align(loaded, source_ids, references, tmp_path / "aligned.json")
+    assert json.loads((tmp_path / "aligned.json").read_text()) == aligned
+    assert aligned["model"] == name and aligned["run"] == loaded.run
+    check_reference_alignments(result, aligned, tiny_spm, source_ids, references)
     mixtures = {w for w, axes in result["axes"].items() if axes[-1] == "component"}
     assert set(result["components"]) == mixtures  # every mixture summarised
     if not mixtures:
@@ -91,12 +95,13 @@ def test_analysis_labels_every_weight_and_summarises_components(name, tiny_spm, 
         )
 
 
-def check_reference_alignments(result: dict, tiny_spm, source_ids, references) -> None:
-    """Word counts are the raw text's; every weight over source positions (a Transformer's
-    per head and averaged) links words within them, no more links than target subwords;
-    a prior and a posterior have entropies within [0, log S] and KL(posterior || prior)
-    >= 0 on every target token (EOS included)."""
-    reference, ids = result["reference"], read_lines(source_ids)
+def check_reference_alignments(result: dict, reference: dict, tiny_spm, source_ids, references) -> None:
+    """Of a run's `align` file (`reference`), against its analysis (`result`): word counts
+    are the raw text's; every weight over source positions (a Transformer's per head and
+    averaged) links words within them, no more links than target subwords; a prior and a
+    posterior have entropies within [0, log S] and KL(posterior || prior) >= 0 on every
+    target token (EOS included)."""
+    ids = read_lines(source_ids)
     raw = zip(read_lines(source_ids.parent / "test.en"), read_lines(references))
     tok = tokenize.Tokenizer(tiny_spm)
     counts = [[len(s.split()), len(r.split())] if i else [0, 0] for i, (s, r) in zip(ids, raw)]
@@ -138,7 +143,7 @@ def test_a_latent_model_with_learned_candidates_reports_its_posterior_but_aligns
     )
     result = analyse(loaded, source_ids, translation, translation, [0], tmp_path / "a.json")
     assert result["axes"] == {"prior": ["target", "candidate"], "posterior": ["target", "candidate"]}
-    reference, k = result["reference"], VARIANTS[name]["components"]
+    reference, k = align(loaded, source_ids, translation, tmp_path / "b.json"), VARIANTS[name]["components"]
     assert reference["links"] == {} and min(reference["tokens"]["kl"]) >= -1e-4
     longest = math.log(max(len(line.split()) + 1 for line in read_lines(source_ids)) + k)
     assert max(reference["tokens"]["prior_entropy"]) <= longest + 1e-3

@@ -240,7 +240,7 @@ STAGE_COMMANDS = {
     "prepare": ["download", "prepare", "spm_train", "spm_encode"],
     "train": ["train"],
     "decoding": ["decoding"],
-    "evaluate": ["translate", "score", "speed", "analyse", "reliance"],
+    "evaluate": ["translate", "score", "speed", "analyse", "align", "reliance"],
     "report": ["significance", "contrasts", "lengths", "aggregate", "silver", "table", "plot", "report"],
 }
 

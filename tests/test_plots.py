@@ -93,16 +93,18 @@ COST = pd.DataFrame(
 )
 
 TOKENS = {"prior_entropy": [1.0, 0.5, 2.0], "posterior_entropy": [0.1, 0.5, 1.0], "kl": [0.9, 0.0, 1.2]}
-LATENT = {"model": "outputs", "reference": {"tokens": TOKENS}}
-NO_POSTERIOR = {"model": "plain", "reference": {}}
+LATENT = {"model": "outputs", "run": {"seed": 1}, "tokens": TOKENS}
+NO_POSTERIOR = {"model": "plain", "run": {"seed": 1}}
 ERRORS = pd.DataFrame(
     {
         "model": ["outputs", "outputs"],
         "weights": ["prior", "posterior"],
+        "seeds": [2, 2],
         "sentences": [10, 10],
         "aer": [0.4, 0.3],
         "precision": [0.6, 0.7],
         "recall": [0.6, 0.7],
+        "aer_sd": [0.02, 0.05],
     }
 )
 
@@ -131,8 +133,8 @@ ERRORS = pd.DataFrame(
         ("alignments", {"analyses": [PLAIN, MIX]}),  # nothing to draw: says so
         ("responsibilities", {"analyses": [PLAIN]}),
         ("alignment_errors", {"alignment_errors": ERRORS}),
-        ("posteriors", {"analyses": [LATENT, NO_POSTERIOR]}),
-        ("posteriors", {"analyses": [NO_POSTERIOR]}),  # nothing to draw: says so
+        ("posteriors", {"alignment_runs": [LATENT, NO_POSTERIOR]}),
+        ("posteriors", {"alignment_runs": [NO_POSTERIOR]}),  # nothing to draw: says so
     ],
 )
 def test_figures_are_written_as_png_and_svg(name, inputs, tmp_path):
@@ -421,9 +423,15 @@ def test_a_model_with_several_alignments_gets_a_row_for_each():
     assert [(row, title) for row, title, _ in alignment_panels(one, sentence)] == [("a", "a")]
 
 
-def test_posterior_table_averages_each_latent_models_tokens():
+def test_posterior_table_averages_each_latent_models_tokens_then_its_seeds():
     table = tables.posteriors([NO_POSTERIOR, LATENT])
     assert table.model.tolist() == ["outputs"] and table.tokens.tolist() == [3]
     assert table.prior_entropy[0] == pytest.approx(3.5 / 3, abs=1e-3)
     assert table.posterior_entropy[0] == pytest.approx(1.6 / 3, abs=1e-3)
     assert table.kl[0] == pytest.approx(0.7) and table.kl_median[0] == 0.9
+    assert table.seeds[0] == 1 and pd.isna(table.kl_sd[0])
+    other = {"model": "outputs", "run": {"seed": 2}, "tokens": {key: [0.0, 0.5] for key in TOKENS}}
+    two = tables.posteriors([LATENT, NO_POSTERIOR, other])
+    assert two.seeds.tolist() == [2] and two.kl[0] == pytest.approx((0.7 + 0.25) / 2)
+    assert two.kl_sd[0] == pytest.approx(np.std([0.7, 0.25], ddof=1), abs=1e-3)
+    assert two.tokens[0] == 2.5  # the mean over seeds of each run's tokens

@@ -66,6 +66,7 @@ def test_dry_run_lists_every_stage(workdir):
     assert jobs(result) == {
         "aggregate": 1,
         "headline": 1,
+        "align": n * seeds,  # every run's word alignments on the first test set
         "all": 1,
         "analyse": n,
         "contrasts": t,  # each test set's contrasts over every seed
@@ -99,7 +100,7 @@ def test_cpu_experiment_runs_its_key_contrasts_with_five_seeds_on_every_test_set
     assert cpu["seeds"] == [1, 2, 3, 4, 5] and {"test_2017_flickr", "test_2018_flickr"} <= set(tests)
     counts = jobs(result)
     runs = len(cpu["seeds"]) * len(cpu["only"])
-    assert counts["train"] == counts["reliance"] == runs
+    assert counts["train"] == counts["reliance"] == counts["align"] == runs
     assert counts["translate"] == counts["score"] == runs * len(tests)
     for model in {name for pair in cpu["analysis"]["contrasts"] for name in pair}:
         for seed in cpu["seeds"]:
@@ -489,7 +490,10 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     mixtures = {a["model"] for a in analyses if any(axes[-1] == "component" for axes in a["axes"].values())}
     assert mixtures and set(components.model) == mixtures
     # Word alignments against the silver ones (where eflomal is installed; else it says why):
-    # a row per weight over source positions, per layer x head weight its mean and best head.
+    # a row per weight over source positions, per layer x head weight its mean and best head,
+    # each from every run's alignments.
+    aligned = [json.loads((out / "word_alignments" / r).with_suffix(".json").read_text()) for r in runs]
+    assert [(a["model"], a["run"]["seed"]) for a in aligned] == [(m, 1) for m in models]
     errors = pd.read_csv(out / "tables" / "alignment_errors.tsv", sep="\t")
     over_source = [
         (a["model"], w, axes) for a in analyses for w, axes in a["axes"].items() if axes[-1] == "source"
@@ -498,10 +502,12 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
         assert errors.weights.str.startswith("skipped: eflomal is not installed").all()
     else:
         plain = {(m, w if axes == ["target", "source"] else f"{w} mean") for m, w, axes in over_source}
-        best = errors.weights.str.contains(" best head ")
+        best = errors.weights.str.endswith(" best head")
         assert set(zip(errors.model[~best], errors.weights[~best])) == plain
         assert sorted(errors.model[best]) == sorted(m for m, _, axes in over_source if "head" in axes)
+        assert errors.best_heads[best].str.fullmatch(r"layer \d+, head \d+ \(seed 1\)").all()
         assert errors.aer.between(0, 1).all() and (errors.sentences == 29).all()  # test_a's non-empty lines
+        assert (errors.seeds == 1).all() and errors.aer_sd.isna().all()  # one seed: no spread
     posteriors = pd.read_csv(out / "tables" / "posteriors.tsv", sep="\t")
     latent = [a["model"] for a in analyses if {"prior", "posterior"} <= a["axes"].keys()]
     assert latent and posteriors.model.tolist() == latent and (posteriors.kl > 0).all()

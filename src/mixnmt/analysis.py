@@ -1,8 +1,9 @@
 """What the models mix: alignments and responsibilities on fixed sentences, and how the
 mixture components are used over a whole test set, read while each model reads its own
-translation (teacher forcing on its output), i.e. as it decoded it; and, while it reads
-the references, its word alignments and how much each target word moves a prior over
-source positions (the posterior's entropy and divergence from the prior)."""
+translation (teacher forcing on its output), i.e. as it decoded it (`analyse`, the first
+seed's run); and, while each run reads the references, its word alignments and how much
+each target word moves a prior over source positions (the posterior's entropy and
+divergence from the prior; `align`, every run)."""
 
 from __future__ import annotations
 
@@ -128,8 +129,20 @@ def analyse(
         "axes": {name: list(axes) for name, axes in model.analysis_axes.items()},
         "sentences": shown,
         "components": component_usage(model, test, {"source": src_tok, "target": tgt_tok}, device),
-        "reference": reference_alignments(loaded, sources, reference_lines),
     }
     write_json(output, result, indent=None)
     log.info("%s: weights on %d sentences -> %s", name, len(shown), output)
+    return result
+
+
+def align(loaded: checkpoint.Inference, source_ids: Path, references: Path, output: Path) -> dict[str, Any]:
+    """The run's `reference_alignments` of a test set as JSON, naming the run."""
+    sources = read_ids(source_ids, len(loaded.source))
+    result = {
+        "model": loaded.name,
+        "run": loaded.run,
+        **reference_alignments(loaded, sources, read_lines(references)),
+    }
+    write_json(output, result, indent=None)
+    log.info("%s: word alignments of %d sentences -> %s", loaded.name, len(sources), output)
     return result

@@ -605,6 +605,19 @@ def cmd_analyse(a: argparse.Namespace) -> None:
     analyse(_loaded(a), a.input, a.translation, a.references, a.sentences, a.output)
 
 
+def align_arguments(s: argparse.ArgumentParser) -> None:
+    _add_trained_model(s, name_required=True)
+    s.add_argument("--references", type=Path, required=True, help="the reference text of INPUT")
+    s.add_argument("input", type=Path, help="source ids")
+    s.add_argument("output", type=Output, help="where the alignments go (JSON)")
+
+
+def cmd_align(a: argparse.Namespace) -> None:
+    from mixnmt.analysis import align
+
+    align(_loaded(a), a.input, a.references, a.output)
+
+
 def silver_arguments(s: argparse.ArgumentParser) -> None:
     pair = {"type": Path, "nargs": 2, "required": True, "metavar": ("SRC", "TGT")}
     s.add_argument("--train", **pair, help="the training corpus (text), also aligned by the aligner")
@@ -800,7 +813,14 @@ COMMANDS: dict[str, Command] = {
         reliance_arguments,
         "how much the true source raises validation tokens' probability over others",
     ),
-    "analyse": Command(cmd_analyse, analyse_arguments, "alignments and mixture responsibilities of a model"),
+    "analyse": Command(
+        cmd_analyse, analyse_arguments, "weights and mixture responsibilities of a model on fixed sentences"
+    ),
+    "align": Command(
+        cmd_align,
+        align_arguments,
+        "a run's word alignments (and prior and posterior) while it reads a test set's references",
+    ),
     "silver": Command(
         cmd_silver,
         silver_arguments,

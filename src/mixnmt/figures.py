@@ -42,7 +42,7 @@ FIGURES: dict[str, Figure] = {
     "posteriors": Figure(
         "per target token: entropy of the prior and the posterior over source positions, and their KL",
         "posteriors",
-        ("analyses",),
+        ("alignment_runs",),
         "alignments",
     ),
     "responsibilities": Figure(

@@ -64,6 +64,9 @@ INPUTS: dict[str, Input] = {
     "contrast_runs": Input(
         "`mixnmt contrasts` files, one per test set", lambda paths: [read_json(p) for p in paths], runs=True
     ),
+    "alignment_runs": Input(
+        "`mixnmt align` files, one per model and seed", lambda paths: [read_json(p) for p in paths], runs=True
+    ),
     "silver": Input("silver word alignments (mixnmt silver)", read_json, single=True),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),
@@ -81,6 +84,7 @@ BENCHMARKED = {
     "speed": "{model}",
     "reliance": run(),
     "analyse": "{model}",
+    "align": run(),
 }
 """The jobs that run a model keep Snakemake benchmark files (wall time, memory, CPU time):
 rule -> the job's part of results/<experiment>/benchmarks/<rule>/<job>.tsv."""
@@ -111,6 +115,7 @@ def input_files(
         "reliance_runs": [layout.reliance(model, seed) for model, seed in every],
         "use_runs": [layout.reliance(model, seed, "use") for model, seed in every],
         "contrast_runs": [layout.contrasts(testset) for testset in testsets],
+        "alignment_runs": [layout.word_alignments(model, seed) for model, seed in every],
         "silver": [layout.silver],
         **{name: [layout.table(name)] for name in tables},
     }

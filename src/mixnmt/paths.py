@@ -80,6 +80,11 @@ class Layout:
         """One run's source reliance, or with kind="use" its knock-outs (TSV)."""
         return f"{self.root}/{kind}/{run(model, seed)}.tsv"
 
+    def word_alignments(self, model: str = "{model}", seed: str | int = "{seed}") -> str:
+        """One run's word alignments (and prior and posterior) while it reads the first
+        test set's references (JSON, mixnmt align)."""
+        return f"{self.root}/word_alignments/{run(model, seed)}.json"
+
     def per_model(self, kind: str, model: str = "{model}") -> str:
         """A model's file of its first seed's run: kind "speed" or "analysis" (JSON)."""
         return f"{self.root}/{kind}/{model}.json"

@@ -385,7 +385,8 @@ def use(use: pd.DataFrame) -> Figure:
 
 def alignment_errors(alignment_errors: pd.DataFrame) -> Figure:
     """Alignment error rate of each model's source weights against the silver word
-    alignments (lower is better), precision and recall beside it."""
+    alignments (lower is better; mean over seeds, a bar its standard deviation), precision
+    and recall beside it."""
     table = alignment_errors.dropna(subset=["aer"])
     if table.empty:
         return empty(
@@ -397,20 +398,25 @@ def alignment_errors(alignment_errors: pd.DataFrame) -> Figure:
         1, 3, figsize=(10, 0.8 + 0.35 * len(table)), sharey=True, squeeze=False, layout="constrained"
     )
     for ax, column in zip(axes[0], ("aer", "precision", "recall")):
-        ax.barh(labels, table[column], color=[colors[m] for m in table.model])
+        spread = table.aer_sd.fillna(0) if column == "aer" else None
+        ax.barh(labels, table[column], xerr=spread, color=[colors[m] for m in table.model])
         ax.set_xlim(0, 1)
         ax.set_xlabel(column if column != "aer" else "alignment error rate (lower is better)")
     axes[0, 0].invert_yaxis()
     return fig
 
 
-def posteriors(analyses: list[dict[str, Any]]) -> Figure:
+def posteriors(alignment_runs: list[dict[str, Any]]) -> Figure:
     """Per target token of the references, for each model with a prior and a posterior
-    over source positions: the entropy of each (nats) and KL(posterior || prior)."""
-    found = [(a["model"], tokens) for a in analyses if (tokens := a["reference"].get("tokens"))]
+    over source positions (its first seed, the first of its runs listed): the entropy of
+    each (nats) and KL(posterior || prior)."""
+    first: dict[str, dict[str, Any]] = {}
+    for aligned in alignment_runs:
+        first.setdefault(aligned["model"], aligned)
+    found = [(model, tokens) for model, aligned in first.items() if (tokens := aligned.get("tokens"))]
     if not found:
         return empty("No model with a prior and a posterior over source positions.")
-    colors = palette(a["model"] for a in analyses)
+    colors = palette(a["model"] for a in alignment_runs)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), squeeze=False, layout="constrained")
     for model, tokens in found:
         prior, posterior = np.array(tokens["prior_entropy"]), np.array(tokens["posterior_entropy"])

@@ -26,9 +26,14 @@ def short(testset: str) -> str:
     return found[0] if found else testset
 
 
+def plus_minus(mean: float, sd: float, digits: int = 2) -> str:
+    """A mean over seeds with its sd ("0.62 ± 0.03"); the mean alone without an sd (one seed)."""
+    return f"{mean:.{digits}f}" if pd.isna(sd) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
 def spread(values: pd.Series) -> str:
     """Mean ± sd over seeds (the mean alone for one seed)."""
-    return f"{values.mean():.2f}" if len(values) < 2 else f"{values.mean():.2f} ± {values.std():.2f}"
+    return plus_minus(values.mean(), values.std())
 
 
 def differences(config: dict[str, Any], a: str, b: str) -> str:
@@ -136,23 +141,31 @@ def mixing_table(mixing: pd.DataFrame, use: pd.DataFrame) -> pd.DataFrame:
 
 
 def alignment_table(errors: pd.DataFrame, posteriors: pd.DataFrame) -> pd.DataFrame | None:
-    """AER, precision and recall of each source weight against the silver alignments, and
-    for a latent model its prior's and posterior's entropy and their KL (first seed)."""
+    """AER (± its sd over seeds), precision and recall of each source weight against the
+    silver alignments, a Transformer's best heads with their seeds, and for a latent model
+    its prior's and posterior's entropy and their KL (± sd over seeds): means over seeds."""
     if errors.empty or errors.model.isna().all() or (errors.model == "").all():
         return None
     rows = [
         {
             "model": f"`{r.model}`",
             "weights": r.weights,
-            "AER": f"{r.aer:.3f}",
+            "seeds": r.seeds,
+            "AER": plus_minus(r.aer, r.aer_sd, 3),
             "precision": f"{r.precision:.2f}",
             "recall": f"{r.recall:.2f}",
+            "best heads": "" if pd.isna(r.best_heads) else r.best_heads,
         }
         for r in errors.itertuples()
     ]
     table = pd.DataFrame(rows)
+    if not table["best heads"].any():
+        table = table.drop(columns="best heads")
     for r in posteriors.itertuples():
-        note = f"H(prior) {r.prior_entropy:.2f}, H(posterior) {r.posterior_entropy:.2f}, KL {r.kl:.2f} nats"
+        note = (
+            f"H(prior) {r.prior_entropy:.2f}, H(posterior) {r.posterior_entropy:.2f}, "
+            f"KL {plus_minus(r.kl, r.kl_sd)} nats"
+        )
         table.loc[table.model == f"`{r.model}`", "per target token"] = note
     return table.fillna("")
 
@@ -295,9 +308,9 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
     )
     if alignment is not None:
         parts += [
-            "Word alignments against eflomal's silver alignments of the first test set (first seed: "
-            "a description, not a claim; a posterior reads the reference word, so its alignment is "
-            "expected to be better than a prior's):",
+            "Word alignments against eflomal's silver alignments of the first test set, means over "
+            "seeds ± their sd (a description, not a claim; a posterior reads the reference word, so "
+            "its alignment is expected to be better than a prior's):",
             markdown_table(alignment),
         ]
     cost, hours = cost_table(read_table(layout.table("cost")), read_table(layout.table("jobs")), epochs)

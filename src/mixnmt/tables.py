@@ -257,12 +257,13 @@ def mixing(analyses: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def alignment_errors(analyses: list[dict[str, Any]], silver: dict[str, Any]) -> pd.DataFrame:
+def alignment_errors(alignment_runs: list[dict[str, Any]], silver: dict[str, Any]) -> pd.DataFrame:
     """Per model and source weight: the alignment error rate, precision and recall of its
     word alignments (read on the references) against the silver ones, over the sentences
-    whose word counts agree; of a Transformer's heads the best and their mean. One row
-    saying why when the silver alignments were skipped."""
-    columns = ["model", "weights", "sentences", "aer", "precision", "recall"]
+    whose word counts agree, as means over seeds with the rate's standard deviation over
+    seeds; of a Transformer's heads the mean and each run's best (`best_heads` names them
+    with their seeds). One row saying why when the silver alignments were skipped."""
+    columns = ["model", "weights", "seeds", "sentences", "aer", "precision", "recall", "aer_sd", "best_heads"]
     if "skipped" in silver:
         return pd.DataFrame([{"model": "", "weights": f"skipped: {silver['skipped']}"}], columns=columns)
     missing = [key for key in ("words", "sure", "possible") if key not in silver]
@@ -271,47 +272,68 @@ def alignment_errors(analyses: list[dict[str, Any]], silver: dict[str, Any]) -> 
             f"silver alignments: no {', '.join(missing)} (not made by mixnmt silver?); remake them"
         )
     rows = []
-    for analysis in analyses:
-        reference = analysis["reference"]
-        if len(reference["words"]) != len(silver["words"]):
-            n, m = len(reference["words"]), len(silver["words"])
-            raise MixnmtError(f"{analysis['model']}: alignments of {n} sentences, the silver ones of {m}")
-        same = [i for i, words in enumerate(reference["words"]) if words == silver["words"][i] and words[0]]
+    for aligned in alignment_runs:
+        name, seed = aligned["model"], aligned["run"]["seed"]
+        if len(aligned["words"]) != len(silver["words"]):
+            n, m = len(aligned["words"]), len(silver["words"])
+            raise MixnmtError(f"{name} seed {seed}: alignments of {n} sentences, the silver ones of {m}")
+        same = [i for i, words in enumerate(aligned["words"]) if words == silver["words"][i] and words[0]]
         sure, possible = ([parse(links[i]) for i in same] for links in (silver["sure"], silver["possible"]))
         best: dict[str, dict[str, Any]] = {}  # per layer x head weight, its best head
-        for name, links in reference["links"].items():
+        for weights, links in aligned["links"].items():
             try:
                 scores = error_rate([parse(links[i]) for i in same], sure, possible)
             except MixnmtError as e:
-                raise MixnmtError(f"{analysis['model']}, {name}: {e}") from None
-            row = {"model": analysis["model"], "weights": name, "sentences": len(same), **scores}
-            head = re.fullmatch(r"(.+) layer (\d+) head (\d+)", name)
+                raise MixnmtError(f"{name} seed {seed}, {weights}: {e}") from None
+            row = {"model": name, "seed": seed, "weights": weights, "sentences": len(same), **scores}
+            head = re.fullmatch(r"(.+) layer (\d+) head (\d+)", weights)
             if head is None:
                 rows.append(row)
             elif head[1] not in best or scores["aer"] < best[head[1]]["aer"]:
-                best[head[1]] = row | {"weights": f"{head[1]} best head (layer {head[2]}, head {head[3]})"}
+                where = f"layer {head[2]}, head {head[3]}"
+                best[head[1]] = row | {"weights": f"{head[1]} best head", "head": where}
         rows += best.values()
-    return pd.DataFrame(rows, columns=columns).round(3)
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    runs = pd.DataFrame(rows)
+    table = over_seeds(runs, ["model", "weights"], ["sentences", "aer", "precision", "recall"], "aer")
+    heads = runs.dropna(subset=["head"]) if "head" in runs else runs.iloc[:0]
+    named = {key: _seeds_of(group) for key, group in heads.groupby(["model", "weights"], sort=False)}
+    table["best_heads"] = [named.get(key, "") for key in zip(table.model, table.weights)]
+    return table.reindex(columns=columns).round(3)
 
 
-def posteriors(analyses: list[dict[str, Any]]) -> pd.DataFrame:
+def _seeds_of(runs: pd.DataFrame) -> str:
+    """Each head of `runs` (its `head` column) with the seeds it was best in."""
+    return "; ".join(
+        f"{head} ({'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))})"
+        for head, seeds in runs.groupby("head", sort=False).seed.agg(list).items()
+    )
+
+
+def posteriors(alignment_runs: list[dict[str, Any]]) -> pd.DataFrame:
     """Per model with a prior and a posterior over source positions, over the references'
     target tokens: the mean entropy of each and the mean and median KL(posterior ||
-    prior), in nats: how much knowing the target word moves the alignment."""
+    prior), in nats (how much knowing the target word moves the alignment), as means over
+    seeds with the mean KL's standard deviation over seeds."""
     rows = [
         {
-            "model": analysis["model"],
+            "model": aligned["model"],
+            "seed": aligned["run"]["seed"],
             "tokens": len(tokens["kl"]),
             "prior_entropy": np.mean(tokens["prior_entropy"]),
             "posterior_entropy": np.mean(tokens["posterior_entropy"]),
             "kl": np.mean(tokens["kl"]),
             "kl_median": np.median(tokens["kl"]),
         }
-        for analysis in analyses
-        if (tokens := analysis["reference"].get("tokens"))
+        for aligned in alignment_runs
+        if (tokens := aligned.get("tokens"))
     ]
-    columns = ["model", "tokens", "prior_entropy", "posterior_entropy", "kl", "kl_median"]
-    return pd.DataFrame(rows, columns=columns).round(3)
+    columns = ["model", "seeds", "tokens", "prior_entropy", "posterior_entropy", "kl", "kl_median", "kl_sd"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    means = ["tokens", "prior_entropy", "posterior_entropy", "kl", "kl_median"]
+    return over_seeds(pd.DataFrame(rows), ["model"], means, "kl").reindex(columns=columns).round(3)
 
 
 def components_html(table: pd.DataFrame, per_mixture: int = 12) -> str:
@@ -351,6 +373,6 @@ TABLES: dict[str, Table] = {
     "components": Table(components, ("analyses",), "mixtures", components_html),
     "mixing": Table(mixing, ("analyses",), "mixtures"),
     "use": Table(use, ("use_runs",), "mixtures"),
-    "alignment_errors": Table(alignment_errors, ("analyses", "silver"), "alignments"),
-    "posteriors": Table(posteriors, ("analyses",), "alignments"),
+    "alignment_errors": Table(alignment_errors, ("alignment_runs", "silver"), "alignments"),
+    "posteriors": Table(posteriors, ("alignment_runs",), "alignments"),
 }

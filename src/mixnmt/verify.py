@@ -254,6 +254,8 @@ class Verification:
         for kind in ("reliance", "use"):
             path = layout.reliance(model, seed, kind)
             self.chain.check(path, [manifest], lambda path=path: self.per_run_table(path, model, seed))
+        aligned = layout.word_alignments(model, seed)
+        self.chain.check(aligned, [manifest], lambda: self.per_run_json(aligned, model, seed))
         if seed == self.first:
             for kind in ("speed", "analysis"):
                 path = layout.per_model(kind, model)

@@ -112,6 +112,34 @@ rule analyse:
         " {input.source:q} {output:q} 2> {log:q}"
 
 
+rule align:
+    input:
+        checkpoint=LAYOUT.checkpoint(),
+        source=ids(FIRST_TEST, SRC),
+        references=corpus(FIRST_TEST, TGT),
+        spm=[spm_model(SRC), spm_model(TGT)],
+    output:
+        LAYOUT.word_alignments(),
+    log:
+        logged(f"align/{run()}"),
+    benchmark:
+        benchmarked("align")
+    priority: seed_priority
+    conda:
+        TORCH_ENV
+    threads: model_threads(2)
+    resources:
+        gpu=model_gpu,
+        gpu_jobs=gpu_jobs(),
+        mem_mb=4000,
+    params:
+        entry=entry,
+    shell:
+        "mixnmt align --model {wildcards.model:q} --entry {params.entry:q}"
+        " --checkpoint {input.checkpoint:q} --spm {input.spm[0]:q} --spm {input.spm[1]:q}"
+        " --references {input.references:q} --threads {threads} {input.source:q} {output:q} 2> {log:q}"
+
+
 rule silver:
     input:
         train=[corpus("train", SRC), corpus("train", TGT)],

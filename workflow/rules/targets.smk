@@ -26,5 +26,6 @@ for name in MODELS:
             [LAYOUT.score(name, t, seed) for t in TESTSETS for seed in SEEDS],
             [LAYOUT.reliance(name, seed) for seed in SEEDS],
             [LAYOUT.reliance(name, seed, "use") for seed in SEEDS],
+            [LAYOUT.word_alignments(name, seed) for seed in SEEDS],
             LAYOUT.per_model("speed", name),
             LAYOUT.per_model("analysis", name),
