@@ -434,4 +434,4 @@ def test_posterior_table_averages_each_latent_models_tokens_then_its_seeds():
     two = tables.posteriors([LATENT, NO_POSTERIOR, other])
     assert two.seeds.tolist() == [2] and two.kl[0] == pytest.approx((0.7 + 0.25) / 2)
     assert two.kl_sd[0] == pytest.approx(np.std([0.7, 0.25], ddof=1), abs=1e-3)
-    assert two.tokens[0] == 2.5  # the mean over seeds of each run's tokens
+    assert two.tokens[0] == 3  # the most of any run (every run reads the same references)

@@ -296,7 +296,8 @@ def alignment_errors(alignment_runs: list[dict[str, Any]], silver: dict[str, Any
     if not rows:
         return pd.DataFrame(columns=columns)
     runs = pd.DataFrame(rows)
-    table = over_seeds(runs, ["model", "weights"], ["sentences", "aer", "precision", "recall"], "aer")
+    table = over_seeds(runs, ["model", "weights"], ["aer", "precision", "recall"], "aer")
+    table["sentences"] = runs.groupby(["model", "weights"], sort=False).sentences.max().to_numpy()
     heads = runs.dropna(subset=["head"]) if "head" in runs else runs.iloc[:0]
     named = {key: _seeds_of(group) for key, group in heads.groupby(["model", "weights"], sort=False)}
     table["best_heads"] = [named.get(key, "") for key in zip(table.model, table.weights)]
@@ -332,8 +333,10 @@ def posteriors(alignment_runs: list[dict[str, Any]]) -> pd.DataFrame:
     columns = ["model", "seeds", "tokens", "prior_entropy", "posterior_entropy", "kl", "kl_median", "kl_sd"]
     if not rows:
         return pd.DataFrame(columns=columns)
-    means = ["tokens", "prior_entropy", "posterior_entropy", "kl", "kl_median"]
-    return over_seeds(pd.DataFrame(rows), ["model"], means, "kl").reindex(columns=columns).round(3)
+    runs = pd.DataFrame(rows)
+    table = over_seeds(runs, ["model"], ["prior_entropy", "posterior_entropy", "kl", "kl_median"], "kl")
+    table["tokens"] = runs.groupby("model", sort=False).tokens.max().to_numpy()
+    return table.reindex(columns=columns).round(3)
 
 
 def components_html(table: pd.DataFrame, per_mixture: int = 12) -> str:
