@@ -200,3 +200,38 @@ def test_published_references_stand_beside_the_models_in_their_metric(monkeypatc
     assert f"| `{model}` | this experiment | BLEU (lowercased) | {mean:.2f} |" in block
     assert "| A et al. | 2 layers | BLEU (lowercased) | 41.50 | – |" in block
     assert "BLEU (cased sacreBLEU)" not in block  # no reference reports it
+
+
+def test_the_readmes_alignment_table_gives_the_spread_over_seeds_and_the_best_heads():
+    """AER as mean ± sd over seeds (the mean alone for one seed), a Transformer's best
+    heads with their seeds, and a latent model's KL ± sd beside its rows."""
+    import pandas as pd
+
+    from mixnmt.readme import alignment_table
+
+    errors = pd.DataFrame(
+        {
+            "model": ["t", "t", "a"],
+            "weights": ["cross_attention mean", "cross_attention best head", "alignment"],
+            "seeds": [5, 5, 1],
+            "aer": [0.4871, 0.5, 0.626],
+            "precision": [0.47, 0.45, 0.35],
+            "recall": [0.57, 0.59, 0.41],
+            "aer_sd": [0.0123, 0.02, float("nan")],
+            "best_heads": [float("nan"), "layer 1, head 2 (seeds 1, 2)", float("nan")],
+        }
+    )
+    posteriors = pd.DataFrame(
+        {"model": ["a"], "prior_entropy": [2.14], "posterior_entropy": [1.08], "kl": [0.571], "kl_sd": [0.03]}
+    )
+    table = alignment_table(errors, posteriors)
+    assert table.AER.tolist() == ["0.487 ± 0.012", "0.500 ± 0.020", "0.626"]
+    assert table["best heads"].tolist() == ["", "layer 1, head 2 (seeds 1, 2)", ""]
+    assert table["per target token"].tolist() == [
+        "",
+        "",
+        "H(prior) 2.14, H(posterior) 1.08, KL 0.57 ± 0.03 nats",
+    ]
+    assert "best heads" not in alignment_table(errors.iloc[2:], posteriors.iloc[:0])
+    skipped = pd.DataFrame({"model": [float("nan")], "weights": ["skipped: eflomal is not installed"]})
+    assert alignment_table(skipped, posteriors) is None

@@ -307,10 +307,11 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
         read_table(layout.table("alignment_errors")), read_table(layout.table("posteriors"))
     )
     if alignment is not None:
+        over = "one seed" if (alignment.seeds == 1).all() else "means over seeds ± their sd"
         parts += [
-            "Word alignments against eflomal's silver alignments of the first test set, means over "
-            "seeds ± their sd (a description, not a claim; a posterior reads the reference word, so "
-            "its alignment is expected to be better than a prior's):",
+            f"Word alignments against eflomal's silver alignments of the first test set ({over}: a "
+            "description, not a claim; a posterior reads the reference word, so its alignment is "
+            "expected to be better than a prior's):",
             markdown_table(alignment),
         ]
     cost, hours = cost_table(read_table(layout.table("cost")), read_table(layout.table("jobs")), epochs)
