@@ -40,8 +40,8 @@ def _benchmarks(paths: list[Path]) -> pd.DataFrame:
     return pd.concat([read_table(p).assign(job=job) for job, p in jobs.items()], ignore_index=True)
 
 
-def _json(paths: dict[str, Path]) -> list[Any]:
-    return [read_json(p) for p in paths.values()]
+def _json(paths: dict[str, Path] | list[Path]) -> list[Any]:
+    return [read_json(p) for p in (paths.values() if isinstance(paths, dict) else paths)]
 
 
 INPUTS: dict[str, Input] = {
@@ -61,12 +61,8 @@ INPUTS: dict[str, Input] = {
     "use_runs": Input(
         "`mixnmt reliance --use` tables (knock-outs), one per model and seed", _tables, runs=True
     ),
-    "contrast_runs": Input(
-        "`mixnmt contrasts` files, one per test set", lambda paths: [read_json(p) for p in paths], runs=True
-    ),
-    "alignment_runs": Input(
-        "`mixnmt align` files, one per model and seed", lambda paths: [read_json(p) for p in paths], runs=True
-    ),
+    "contrast_runs": Input("`mixnmt contrasts` files, one per test set", _json, runs=True),
+    "alignment_runs": Input("`mixnmt align` files, one per model and seed", _json, runs=True),
     "silver": Input("silver word alignments (mixnmt silver)", read_json, single=True),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),
