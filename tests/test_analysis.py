@@ -159,6 +159,18 @@ def test_analysis_refuses_a_sentence_not_in_the_test_set(tiny_spm, test_set, tmp
     assert not (tmp_path / "a.json").exists()
 
 
+def test_align_refuses_references_of_another_length_and_writes_nothing(tiny_spm, test_set, tmp_path):
+    source_ids, translation = test_set
+    name = weights_on("source")[0]
+    loaded = checkpoint.load_for_inference(saved(name, tiny_spm, tmp_path), (tiny_spm, tiny_spm), name)
+    short = tmp_path / "short.de"
+    short.write_text("\n".join(read_lines(translation)[:-1]) + "\n")
+    n = len(read_lines(source_ids))
+    with pytest.raises(MixnmtError, match=f"^{short} has {n - 1} lines but {source_ids} has {n}$"):
+        align(loaded, source_ids, short, tmp_path / "aligned.json")
+    assert not (tmp_path / "aligned.json").exists()
+
+
 def hand_set(choice: torch.Tensor, candidates: int) -> torch.Tensor:
     """Responsibilities (1, steps, heads, candidates) that put all mass on choice[t, h]."""
     return torch.nn.functional.one_hot(choice, candidates).float()[None]

@@ -137,12 +137,10 @@ def analyse(
 
 def align(loaded: checkpoint.Inference, source_ids: Path, references: Path, output: Path) -> dict[str, Any]:
     """The run's `reference_alignments` of a test set as JSON, naming the run."""
-    sources = read_ids(source_ids, len(loaded.source))
-    result = {
-        "model": loaded.name,
-        "run": loaded.run,
-        **reference_alignments(loaded, sources, read_lines(references)),
-    }
+    sources, lines = read_ids(source_ids, len(loaded.source)), read_lines(references)
+    if len(lines) != len(sources):
+        raise MixnmtError(f"{references} has {len(lines)} lines but {source_ids} has {len(sources)}")
+    result = {"model": loaded.name, "run": loaded.run, **reference_alignments(loaded, sources, lines)}
     write_json(output, result, indent=None)
     log.info("%s: word alignments of %d sentences -> %s", loaded.name, len(sources), output)
     return result
