@@ -56,3 +56,22 @@ def test_a_copy_without_git_records_the_commit_it_is_told(tmp_path, monkeypatch)
     monkeypatch.setenv("MIXNMT_COMMIT", "0123abc")
     assert git_state(tmp_path) == {"commit": "0123abc", "dirty": None}
     assert version(git_state(tmp_path)) == "0123abc"
+
+
+def test_a_cpu_run_names_its_processor_and_the_instructions_bf16_runs_on(tmp_path, monkeypatch):
+    """bf16 training on a processor with AMX rounds otherwise than on one without: the
+    manifest says which processor, what PyTorch dispatched to, and how many threads."""
+    import torch
+
+    from mixnmt import manifest
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9R14 96-Core Processor\nflags\t: fpu\n" * 2)
+    assert manifest.cpu_model(cpuinfo) == "AMD EPYC 9R14 96-Core Processor"
+    assert manifest.cpu_model(tmp_path / "absent") != ""  # elsewhere: what `platform` knows
+    monkeypatch.setattr(manifest, "cpu_model", lambda: "Some CPU")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
+    assert manifest.device_name(torch.device("cpu")) == "Some CPU, AVX512, AMX (3 threads)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,10 +25,25 @@ def versions() -> dict[str, str | None]:
     return found
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows."""
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        lines = []
+    named = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return named[0] if named else platform.processor() or platform.machine()
+
+
 def device_name(device: torch.device) -> str:
+    """The GPU's name; for the CPU its model, the vector instructions PyTorch dispatches
+    to and those that compute bf16 (bf16 results differ between processors that have them
+    and those that do not), and the threads."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"{platform.processor() or platform.machine()} ({torch.get_num_threads()} threads)"
+    bf16 = {"AMX": torch.cpu._is_amx_tile_supported(), "AVX-512 BF16": torch.cpu._is_avx512_bf16_supported()}
+    isa = ", ".join([torch.backends.cpu.get_cpu_capability(), *(name for name, has in bf16.items() if has)])
+    return f"{cpu_model()}, {isa} ({torch.get_num_threads()} threads)"
 
 
 def manifest(inputs: dict[str, str], device: torch.device, **settings: Any) -> dict[str, Any]:
