@@ -89,6 +89,14 @@ def test_a_manifest_of_another_seed(study):
     assert line.startswith(f"{str(manifest).format(RUN[1])}: belongs to run {MODEL}/seed{OTHER_SEED}")
 
 
+def test_a_word_alignment_file_of_another_seed(study):
+    """Each run's alignments are tied to the run; the tables they feed are then not checked."""
+    path = str(study / "word_alignments" / RUN[0] / "seed{}.json")
+    shutil.copy(path.format(OTHER_SEED), path.format(RUN[1]))
+    (line,) = breaks(study)
+    assert line.startswith(f"{path.format(RUN[1])}: belongs to run {MODEL}/seed{OTHER_SEED}")
+
+
 def test_a_reliance_file_in_the_old_format(study):
     path = study / "reliance" / RUN[0] / f"seed{RUN[1]}.tsv"
     table = pd.read_csv(path, sep="\t")
