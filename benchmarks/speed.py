@@ -220,9 +220,10 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, repeats: int = 10) -> 
 
 
 def flops_per_token(step, batches: list[Batch]) -> float:
-    """Training FLOPs (forward and backward) per target token, over `batches`."""
+    """Training FLOPs (forward and backward) per target token, over `batches`. Counted
+    eagerly: compiled code traced under the counter would run uncompiled ever after."""
     counter = FlopCounterMode(display=False)
-    with counter:
+    with torch.compiler.set_stance("force_eager"), counter:
         for batch in batches:
             step(batch)
     return counter.get_total_flops() / sum(b.target_tokens for b in batches)

@@ -21,14 +21,19 @@ def test_smoothed_cross_entropy_matches_torch_in_value_and_gradient(eps):
     assert grad[[2, 7]].abs().sum() == 0  # padding rows learn nothing
 
 
-@pytest.mark.parametrize("rows", [5, 512])
-def test_half_precision_logits_give_the_fp32_loss_and_gradient_a_few_rows_at_a_time(monkeypatch, rows):
+@pytest.mark.parametrize("fused, rows", [(True, None), (False, 5), (False, 512)])
+def test_half_precision_logits_give_the_fp32_loss_and_gradient(monkeypatch, fused, rows):
     """Under mixed precision the logits arrive in bf16: the loss is computed on them in
-    fp32 `ROWS` rows at a time (the last chunk shorter), with no (N, V) fp32 copy, and the
-    gradient, recomputed from them, comes back in bf16."""
+    fp32 with no (N, V) fp32 copy, by the CPU's compiled pass over every row or eagerly
+    `ROWS` rows at a time (the last chunk shorter; a GPU, or a CPU that cannot compile),
+    and the gradient, recomputed from them, comes back in bf16."""
     import mixnmt.loss
 
-    monkeypatch.setattr(mixnmt.loss, "ROWS", rows)
+    if not fused:
+        monkeypatch.setattr(mixnmt.loss, "_fused", lambda: None)
+        monkeypatch.setattr(mixnmt.loss, "ROWS", rows)
+    else:
+        assert mixnmt.loss._fused() is not None  # this machine compiles
     torch.manual_seed(0)
     logits = (4 * torch.randn(23, 300)).bfloat16().requires_grad_()
     target = torch.randint(4, 300, (23,))
@@ -42,3 +47,32 @@ def test_half_precision_logits_give_the_fp32_loss_and_gradient_a_few_rows_at_a_t
     torch.testing.assert_close(ours.double(), theirs, rtol=1e-6, atol=0)
     torch.testing.assert_close(grad.double(), expected, rtol=1e-2, atol=1e-4)  # bf16's 8 bits
     assert grad[[0, 11, 22]].abs().sum() == 0
+    with torch.no_grad():  # validation: no smoothing, no gradient
+        unsmoothed = F.cross_entropy(exact, target, ignore_index=PAD, reduction="sum")
+        torch.testing.assert_close(
+            smoothed_cross_entropy(logits, target, 0.0).double(), unsmoothed, rtol=1e-6, atol=0
+        )
+
+
+def test_a_cpu_that_cannot_compile_the_loss_says_so_once_and_computes_it_eagerly(monkeypatch, caplog):
+    import mixnmt.loss
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(torch, "compile", lambda f, **kwargs: fails)
+    mixnmt.loss._fused.cache_clear()
+    try:
+        logits, target = torch.randn(4, 30).bfloat16(), torch.tensor([5, 6, PAD, 7])
+        with caplog.at_level("WARNING", logger="mixnmt.loss"):
+            first = smoothed_cross_entropy(logits, target, 0.1)
+            assert torch.equal(first, smoothed_cross_entropy(logits, target, 0.1))
+        assert [r.getMessage() for r in caplog.records] == [
+            "the CPU's half-precision loss runs eagerly: torch.compile failed (no C++ compiler)"
+        ]
+        expected = F.cross_entropy(
+            logits.double(), target, ignore_index=PAD, label_smoothing=0.1, reduction="sum"
+        )
+        torch.testing.assert_close(first.double(), expected, rtol=1e-6, atol=0)
+    finally:
+        mixnmt.loss._fused.cache_clear()

@@ -261,6 +261,29 @@ def test_grus_keep_fp32_states_under_autocast(name):
     assert dtypes and set(dtypes.values()) == {torch.float32}, dtypes
 
 
+def test_the_bidirectional_encoder_is_a_packed_bidirectional_gru_and_loads_its_weights():
+    """BiGRU runs its directions apart over padded sentences, the backward one over each
+    sentence reversed within its length: it gives what a packed bidirectional nn.GRU
+    gives (states zero at padding, last forward state, first backward state), and loads
+    the weights of checkpoints saved when it was one."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from mixnmt.models.recurrent import BiGRU
+
+    torch.manual_seed(0)
+    packed = torch.nn.GRU(6, 5, batch_first=True, bidirectional=True)
+    encoder = BiGRU(6, 5)
+    encoder.load_state_dict({f"gru.{k}": v for k, v in packed.state_dict().items()})
+    x, lengths = torch.randn(4, 7, 6), torch.tensor([7, 3, 1, 5])
+    mask = torch.arange(7) < lengths[:, None]
+    states, final = packed(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+    states, _ = pad_packed_sequence(states, batch_first=True, total_length=7)
+    for ours, theirs in zip(encoder(x, mask), (states, final[0], final[1])):
+        torch.testing.assert_close(ours, theirs)
+    with pytest.raises(RuntimeError, match="right_to_left.weight_hh_l0"):
+        encoder.load_state_dict({f"gru.{k}": v for k, v in packed.state_dict().items() if "hh_l0_rev" not in k})
+
+
 def one_per_compiled_steps() -> list[str]:
     """The first tiny model of each kind of per-step compilation (recurrent models)."""
     kinds = {}

@@ -36,9 +36,9 @@ def next_logprobs(logits: Tensor, at_limit: Tensor) -> Tensor:
     rows that reached their length limit may only produce EOS."""
     logp = logits.float().log_softmax(-1)
     logp[:, [PAD, BOS]] = -math.inf
-    only_eos = torch.full_like(logp, -math.inf)
-    only_eos[:, EOS] = 0.0
-    return torch.where(at_limit[:, None], only_eos, logp)
+    rows = at_limit.nonzero().flatten()  # in place, only these rows: no other pass over (N, V)
+    logp.index_fill_(0, rows, -math.inf)[rows, EOS] = 0.0
+    return logp
 
 
 @torch.no_grad()
@@ -94,7 +94,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig, nbest: int = 
         logits, state = model.step(state, y)
         logp = next_logprobs(logits, t + 1 >= limit)  # (B*K, V)
         v = logp.size(-1)
-        cand = (scores.view(-1, 1) + logp).view(b, k * v)
+        cand = logp.add_(scores.view(-1, 1)).view(b, k * v)
         top_scores, top = cand.topk(2 * k, dim=1)  # (B, 2K)
         origin, token = top // v, top % v
         is_eos = token == EOS

@@ -161,6 +161,14 @@ def source_mask(src: Tensor) -> Tensor:
     return src != PAD
 
 
+def reverse_padded(x: Tensor, mask: Tensor) -> Tensor:
+    """Each sentence of x (B, S, d) reversed within its length; padding stays at the end."""
+    lengths = mask.sum(1, keepdim=True)  # (B, 1)
+    t = torch.arange(x.size(1), device=x.device)[None]  # (1, S)
+    index = torch.where(t < lengths, lengths - 1 - t, t)  # (B, S)
+    return x.gather(1, index[..., None].expand_as(x))
+
+
 def reorder(state: State, index: Tensor, keep: frozenset[str] = frozenset()) -> State:
     """Select (and repeat) batch rows of every tensor in a decoder state but those in `keep`."""
     return {name: t if name in keep else t.index_select(0, index) for name, t in state.items()}

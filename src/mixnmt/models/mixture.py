@@ -36,6 +36,7 @@ from mixnmt.models.base import (
     Seq2Seq,
     State,
     Weights,
+    reverse_padded,
     source_mask,
 )
 from mixnmt.symbols import PAD
@@ -215,14 +216,6 @@ def recur(
         state,
         {name: torch.stack(pis, 1) for name, pis in responsibilities.items()},
     )
-
-
-def reverse_padded(x: Tensor, mask: Tensor) -> Tensor:
-    """Each sentence of x (B, S, d) reversed within its length; padding stays at the end."""
-    lengths = mask.sum(1, keepdim=True)  # (B, 1)
-    t = torch.arange(x.size(1), device=x.device)[None]  # (1, S)
-    index = torch.where(t < lengths, lengths - 1 - t, t)  # (B, S)
-    return x.gather(1, index[..., None].expand_as(x))
 
 
 def mixture_axes(cell: type[nn.Module]) -> dict[str, tuple[str, ...]]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from mixnmt.models.base import Dropout
+from mixnmt.models.base import Dropout, reverse_padded
 
 
 class FullPrecision:
@@ -15,47 +14,68 @@ class FullPrecision:
 
     CUDA's autocast runs cuDNN's recurrent kernels in fp16 whatever dtype it was given,
     and under bf16 autocast no gradient scaler guards fp16 gradients; a GRU is small next
-    to its loop, so a GPU runs it in fp32. So does the CPU a fused GRU over a sequence,
-    which would otherwise carry its state in whatever dtype its inputs arrive in. A cell
-    on the CPU runs its products under autocast (bf16: 3 times faster) and updates its
-    fp32 state in fp32. Outputs are fp32; autocast casts them on use.
+    to its loop, so a GPU runs it in fp32. The CPU's GRUs are loops of plain operators:
+    their products run under autocast (bf16: twice as fast) while the state, given in
+    fp32, is updated in fp32. Outputs are fp32; autocast casts them on use.
     """
 
-    def forward(self, x: Tensor | PackedSequence, hx: Tensor | None = None):
-        device = (x.data if isinstance(x, PackedSequence) else x).device
-        hx = None if hx is None else hx.float()
-        if device.type == "cpu" and isinstance(self, nn.RNNCellBase):
+    def forward(self, x: Tensor, hx: Tensor | None = None):
+        hx = self.zeros(x) if hx is None else hx.float()
+        if x.device.type == "cpu":
             return super().forward(x, hx)
-        with torch.autocast(device.type, enabled=False):
+        with torch.autocast(x.device.type, enabled=False):
             return super().forward(x.float(), hx)
 
 
 class GRU(FullPrecision, nn.GRU):
-    """nn.GRU in fp32 (`FullPrecision`)."""
+    """nn.GRU with an fp32 state (`FullPrecision`)."""
+
+    def zeros(self, x: Tensor) -> Tensor:
+        """The initial state in fp32, whatever the input's dtype."""
+        batch = x.size(0 if self.batch_first else 1)
+        return x.new_zeros(
+            self.num_layers * (1 + self.bidirectional), batch, self.hidden_size, dtype=torch.float32
+        )
 
 
 class GRUCell(FullPrecision, nn.GRUCell):
     """nn.GRUCell with an fp32 state (`FullPrecision`)."""
 
+    def zeros(self, x: Tensor) -> Tensor:
+        """The initial state in fp32, whatever the input's dtype."""
+        return x.new_zeros(x.size(0), self.hidden_size, dtype=torch.float32)
+
 
 class BiGRU(nn.Module):
-    """Bidirectional GRU (fused kernel) over right-padded sequences.
+    """Bidirectional GRU over right-padded sequences, padding-exact.
 
-    Sequences are packed, so padding never updates a state: the forward direction ends
-    at each sentence's last real token and the backward one starts there.
+    The forward direction ends at each sentence's last real token and the backward one
+    starts there: it reads every sentence reversed within its length, so padding never
+    updates a state. (Packed sequences do the same, at twice the cost on the CPU: their
+    shrinking batches defeat its products under autocast.)
     """
 
     def __init__(self, d_in: int, hidden: int):
         super().__init__()
-        self.gru = GRU(d_in, hidden, batch_first=True, bidirectional=True)
+        self.left_to_right = GRU(d_in, hidden, batch_first=True)
+        self.right_to_left = GRU(d_in, hidden, batch_first=True)
+        self.register_load_state_dict_pre_hook(_one_bidirectional_gru)
 
     def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """States (B, S, 2H), zero at padding; last forward state and first backward state (B, H)."""
-        lengths = mask.sum(1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        states, final = self.gru(packed)  # final: (2, B, H), forward then backward
-        states, _ = pad_packed_sequence(states, batch_first=True, total_length=x.size(1))
-        return states, final[0], final[1]
+        forward, _ = self.left_to_right(x)  # (B, S, H)
+        backward = reverse_padded(self.right_to_left(reverse_padded(x, mask))[0], mask)  # (B, S, H)
+        last = forward[torch.arange(x.size(0), device=x.device), mask.sum(1) - 1]  # (B, H)
+        return torch.cat([forward, backward], dim=-1) * mask[..., None], last, backward[:, 0]
+
+
+def _one_bidirectional_gru(module: BiGRU, state_dict: dict, prefix: str, *_) -> None:
+    """Checkpoints from before the two directions ran apart hold one bidirectional
+    nn.GRU: `gru.<weight>_l0` and `gru.<weight>_l0_reverse`."""
+    for key in [k for k in state_dict if k.startswith(prefix + "gru.")]:
+        name = key.removeprefix(prefix + "gru.")
+        direction = "right_to_left" if name.endswith("_reverse") else "left_to_right"
+        state_dict[f"{prefix}{direction}.{name.removesuffix('_reverse')}"] = state_dict.pop(key)
 
 
 class DeepOutput(nn.Module):
