@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
-from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell
+from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell, additive_scores, weighted_mean
 from mixnmt.symbols import PAD
 
 Query = Literal["previous", "current"]
@@ -62,14 +62,19 @@ class Attention(Seq2Seq):
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)
         h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
-        state = {"h": h, "keys": self.keys(h), "mask": mask, "s": torch.tanh(self.init(backward_first))}
+        state = {
+            "h": h,
+            "keys": self.keys(h).float(),  # in fp32 once, not at every step (additive_scores)
+            "mask": mask,
+            "s": torch.tanh(self.init(backward_first)),
+        }
         return state | ({"c": h.new_zeros(h.size(0), h.size(-1))} if self.query_from == "current" else {})
 
     def attend(self, state: State, s: Tensor) -> tuple[Tensor, Tensor]:
         """Context c_t (B, 2H) and alignment a_t (B, S) for the querying decoder state s (B, H)."""
-        e = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
-        a = e.float().masked_fill(~state["mask"], -math.inf).softmax(-1)  # fp32 under autocast too
-        return torch.bmm(a[:, None], state["h"])[:, 0], a
+        e = additive_scores(self.query, self.score, s, state["keys"])  # (B, S), fp32
+        a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
+        return weighted_mean(a, state["h"]), a
 
     def advance(self, state: State, e: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """One decoder step from embedded y_{t-1} (B, d): new state s_t, context c_t, alignment a_t."""

@@ -96,8 +96,9 @@ class Seq2Seq(nn.Module, ABC):
         return embedding(ids) * math.sqrt(self.d_model)
 
     def output(self, h: Tensor) -> Tensor:
-        """Next-token logits from decoder features (..., d): the target embedding, tied."""
-        return h @ self.tgt_embed.weight.t()
+        """Next-token logits from decoder features (..., d): the target embedding, tied
+        (as a parameter, not its transpose: autocast casts it once per context, not per step)."""
+        return nn.functional.linear(h, self.tgt_embed.weight)
 
     def auxiliary_loss(self) -> Tensor | float:
         """A per-token term that the last training forward pass adds to the training

@@ -38,7 +38,7 @@ from mixnmt.models.base import (
     Weights,
     source_mask,
 )
-from mixnmt.models.recurrent import BiGRU, GRUCell
+from mixnmt.models.recurrent import BiGRU, GRUCell, additive_scores, weighted_mean
 from mixnmt.symbols import EOS, PAD
 
 Feed = Literal["posterior", "prior", "none"]
@@ -135,7 +135,8 @@ class Latent(Seq2Seq):
         )
         h, mask = self.mixed(h, mask)  # (B, N, 2H), (B, N): the candidates
         b, s = mask.shape
-        state = {"h": h, "keys": self.keys(h), "values": self.from_source(h), "mask": mask}
+        keys = self.keys(h).float()  # in fp32 once, not at every step (additive_scores)
+        state = {"h": h, "keys": keys, "values": self.from_source(h), "mask": mask}
         state["s"] = torch.tanh(self.init(summary))
         if self.feed == "posterior":  # the previous step's prior and output, to read y_{t-1}
             n = min(self.top_k, s) if self.top_k else s
@@ -157,13 +158,13 @@ class Latent(Seq2Seq):
         """c_{t-1} = sum_j q_{t-1,j} h_j (B, 2H) once y_{t-1} (B,) is known; 0 at t = 1."""
         q = self.posterior(state, y).masked_fill(state["first"][:, None], 0.0)  # (B, n)
         h = state["h"].gather(1, state["positions"][..., None].expand(-1, -1, state["h"].size(-1)))
-        return torch.bmm(q[:, None].to(h.dtype), h)[:, 0]
+        return weighted_mean(q, h)
 
     def prior(self, state: State, s: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """The log prior (B, n) over the candidates that mix, their source positions (B, n),
         and the prior over every source position (B, S), for decoder state s."""
-        scores = self.score(torch.tanh(self.query(s)[:, None] + state["keys"])).squeeze(-1)  # (B, S)
-        scores = scores.float().masked_fill(~state["mask"], -math.inf)
+        scores = additive_scores(self.query, self.score, s, state["keys"])  # (B, S), fp32
+        scores = scores.masked_fill(~state["mask"], -math.inf)
         if not self.top_k:
             every = torch.arange(scores.size(1), device=s.device).expand(scores.size(0), -1)
             return scores.log_softmax(-1), every, scores.softmax(-1)
@@ -194,7 +195,7 @@ class Latent(Seq2Seq):
         if self.feed == "posterior":
             new |= mixing | {"first": torch.zeros_like(state["first"])}
         elif self.feed == "prior":
-            new["c"] = torch.bmm(a[:, None].to(state["h"].dtype), state["h"])[:, 0]
+            new["c"] = weighted_mean(a, state["h"])
         return logp, new, mixing | {"prior": a}
 
     def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:

@@ -1,5 +1,5 @@
 """Pieces the GRU models share: GRUs with an fp32 state, a padding-exact bidirectional
-encoder, and the deep output."""
+encoder, additive scores and weighted means over source positions, and the deep output."""
 
 from __future__ import annotations
 
@@ -76,6 +76,22 @@ def _one_bidirectional_gru(module: BiGRU, state_dict: dict, prefix: str, *_) -> 
         name = key.removeprefix(prefix + "gru.")
         direction = "right_to_left" if name.endswith("_reverse") else "left_to_right"
         state_dict[f"{prefix}{direction}.{name.removesuffix('_reverse')}"] = state_dict.pop(key)
+
+
+def additive_scores(query: nn.Linear, score: nn.Linear, s: Tensor, keys: Tensor) -> Tensor:
+    """e_j = v^T tanh(W s + U h_j) (B, S) for decoder states s (B, H) and keys U h (B, S, H)
+    in fp32. Past the query, fp32 under autocast too: passes over (B, S, H) are bound by
+    memory, where bf16 would only add casts (and slower elementwise kernels on a CPU)."""
+    q = query(s)[:, None]  # (B, 1, H)
+    with torch.autocast(s.device.type, enabled=False):
+        return score(torch.tanh(q.float() + keys.float())).squeeze(-1)
+
+
+def weighted_mean(weights: Tensor, states: Tensor) -> Tensor:
+    """sum_j a_j h_j (B, D) of weights (B, S) and states (B, S, D), in fp32 (memory-bound,
+    as `additive_scores`)."""
+    with torch.autocast(states.device.type, enabled=False):
+        return torch.bmm(weights[:, None].float(), states.float())[:, 0]
 
 
 class DeepOutput(nn.Module):
