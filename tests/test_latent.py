@@ -82,6 +82,27 @@ def test_the_likelihood_is_the_exact_marginal_over_alignments(name, chunk, monke
         assert torch.allclose(posterior[i, : q.size(0), real[i]], q, atol=1e-5)
 
 
+def test_the_cpus_compiled_mixture_gives_the_eager_values_and_gradients():
+    """On the CPU the per-position mixture of output distributions runs compiled: its
+    values and its gradients are those of the eager code."""
+    compiled = latent._compiled_chunk()
+    assert compiled is not None  # this machine compiles
+    g = torch.Generator().manual_seed(0)
+    inputs = [
+        torch.randn(3, 4, generator=g).log_softmax(-1),
+        torch.randn(3, 4, 6, generator=g),
+        torch.randn(9, 6, generator=g),
+    ]
+    results = []
+    for mix in (latent._mixed_chunk, compiled):
+        leaves = [x.clone().requires_grad_() for x in inputs]
+        part, norm = mix(*leaves)
+        (part.exp().sum() + norm.square().sum()).backward()
+        results.append([part, norm, *(leaf.grad for leaf in leaves)])
+    for eager, ours in zip(*results):
+        torch.testing.assert_close(ours, eager)
+
+
 @pytest.mark.parametrize(  # every variant; both length penalties on the first
     ("name", "length_penalty"), [(LATENT[0], 0.0), *((name, 1.0) for name in LATENT)]
 )
@@ -104,9 +125,11 @@ def test_a_beam_as_wide_as_the_vocabulary_finds_the_best_two_token_output(name, 
 
 
 @pytest.mark.parametrize("name", LATENT)
-def test_the_memory_a_training_batch_holds_is_what_the_gpu_shares_count(name):
+def test_the_memory_a_training_batch_holds_is_what_the_gpu_shares_count(name, monkeypatch):
     """Latent.held_bytes, by which a training job takes GPU shares (device.gpu_shares),
-    bounds the V-wide tensors its backward pass keeps, within 10%."""
+    bounds the V-wide tensors its backward pass keeps, within 10%: on the path a GPU runs
+    (eagerly; the CPU's compiled mixture keeps tensors of its own choosing)."""
+    monkeypatch.setattr(latent, "_compiled_chunk", lambda: None)
     vocab, b, s, t = 600, 4, 10, 12
     _, hparams, model = tiny_model(name, vocab)
     model.train()

@@ -20,14 +20,13 @@ compile: no C++ compiler).
 from __future__ import annotations
 
 import functools
-import logging
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
+from mixnmt.compiled import try_compile
 from mixnmt.symbols import PAD
-
-log = logging.getLogger(__name__)
 
 ROWS = 512
 """Rows of half-precision logits converted to fp32 at a time on the CPU (512 x 8000 fit in
@@ -108,17 +107,12 @@ def _half_gradient(x: Tensor, target: Tensor, lse: Tensor, scale: Tensor, eps: T
 
 
 @functools.cache
-def _fused() -> tuple | None:
-    """`_half_loss` and `_half_gradient` compiled by inductor for the CPU (dynamic shapes:
-    one graph each), or None where they do not compile."""
-    loss, gradient = (torch.compile(f, dynamic=True) for f in (_half_loss, _half_gradient))
+def _fused() -> tuple[Callable, Callable] | None:
+    """`_half_loss` and `_half_gradient` compiled for the CPU, or None where they do not compile."""
     x, t, eps = torch.zeros(3, 5, dtype=torch.bfloat16), torch.tensor([4, 1, PAD]), torch.tensor(0.1)
-    try:
-        gradient(x, t, loss(x, t, t != PAD, eps)[1], torch.ones(3), eps)
-    except Exception as error:  # inductor's errors have no common class
-        log.warning("the CPU's half-precision loss runs eagerly: torch.compile failed (%s)", error)
-        return None
-    return loss, gradient
+    loss = try_compile(_half_loss, x, t, t != PAD, eps)
+    gradient = loss and try_compile(_half_gradient, x, t, torch.zeros(3), torch.ones(3), eps)
+    return (loss, gradient) if gradient else None
 
 
 def smoothed_cross_entropy(logits: Tensor, target: Tensor, eps: float) -> Tensor:

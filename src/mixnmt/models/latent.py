@@ -22,12 +22,15 @@ label smoothing acts on the mixture.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
+from mixnmt.compiled import try_compile
 from mixnmt.models.base import (
     Dropout,
     NonNegativeInt,
@@ -51,17 +54,30 @@ CHUNK_ELEMENTS = 1 << 24
 def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) -> tuple[Tensor, Tensor]:
     """log p(v) = logsumexp_j(log a_j + log p(v|j)) (B, V) for the log prior (B, n) over n
     candidates with output features (B, n, d) and the output embeddings (V, d), taking the
-    candidates in chunks; and each candidate's log-normaliser (B, n)."""
+    candidates in chunks (compiled on the CPU); and each candidate's log-normaliser (B, n)."""
     b, n, _ = features.shape
     chunk = max(1, CHUNK_ELEMENTS // (b * embeddings.size(0)))
+    mix = (_compiled_chunk() if features.device.type == "cpu" else None) or _mixed_chunk
     mixed, normalisers = None, []
     for start in range(0, n, chunk):
-        logits = (features[:, start : start + chunk] @ embeddings.t()).float()  # (B, c, V)
-        norm = logits.logsumexp(-1)  # (B, c)
-        part = (log_prior[:, start : start + chunk, None] + logits - norm[..., None]).logsumexp(1)
+        part, norm = mix(log_prior[:, start : start + chunk], features[:, start : start + chunk], embeddings)
         mixed = part if mixed is None else torch.logaddexp(mixed, part)
         normalisers.append(norm)
     return mixed, torch.cat(normalisers, 1)
+
+
+def _mixed_chunk(log_prior: Tensor, features: Tensor, embeddings: Tensor) -> tuple[Tensor, Tensor]:
+    """logsumexp_j(log a_j + log p(v|j)) (B, V) over a chunk of candidates (B, c), and
+    their log-normalisers (B, c)."""
+    logits = (features @ embeddings.t()).float()  # (B, c, V)
+    norm = logits.logsumexp(-1)  # (B, c)
+    return (log_prior[..., None] + logits - norm[..., None]).logsumexp(1), norm
+
+
+@functools.cache
+def _compiled_chunk() -> Callable | None:
+    """`_mixed_chunk` compiled for the CPU, or None where it does not compile."""
+    return try_compile(_mixed_chunk, torch.zeros(2, 3), torch.zeros(2, 3, 4), torch.zeros(5, 4))
 
 
 class Latent(Seq2Seq):
