@@ -207,11 +207,19 @@ def sync(device: torch.device) -> None:
 
 
 def matmul_peak(device: torch.device, dtype: torch.dtype, repeats: int = 10) -> float:
-    """GFLOP/s of a large square torch.mm in `dtype`: the device's practical peak in it."""
-    n = 8192 if device.type == "cuda" else 2048
-    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-    a @ b
-    sync(device)
+    """GFLOP/s of a large square torch.mm in `dtype`: the device's practical peak in it. The
+    side doubles from 256 to 8192 (GPU) or 2048 (CPU) while a product would take under a
+    quarter of a second: bf16 on a CPU that emulates it reaches about 1 GFLOP/s, and 2048
+    would take 17 s a product."""
+    n, largest = 256, 8192 if device.type == "cuda" else 2048
+    while True:
+        a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+        start = time.perf_counter()
+        a @ b
+        sync(device)
+        if n == largest or 8 * (time.perf_counter() - start) > 0.25:
+            break
+        n *= 2
     start = time.perf_counter()
     for _ in range(repeats):
         a @ b

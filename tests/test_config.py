@@ -155,7 +155,7 @@ def test_a_model_size_must_be_an_int_of_sane_size(value, message):
 
 
 def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():
-    from mixnmt.config import CPU_EPOCH_SECONDS_PER_MB, cpu_notice, merge, selected
+    from mixnmt.config import CPU_EMULATED_BF16, CPU_EPOCH_SECONDS_PER_MB, cpu_notice, merge, selected
 
     notice = cpu_notice(CONFIG, cores=2)
     runs = len(selected(CONFIG)) * len(CONFIG["seeds"])
@@ -172,9 +172,12 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
     assert cpu_notice(CONFIG, cores=2, runs=0) is None  # DVC's stages after training
     capped = cpu_notice({**CONFIG, "max_steps": 600}, cores=2)  # the README's quick run, once 169 hours
     assert "of 600 steps" in capped and f"roughly {hours * 600 / (40 * 121):.0f} hours" in capped
-    assert (
-        cpu_notice(merge(CONFIG, yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text())), 2) is None
-    )
+    study = merge(CONFIG, yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text()))
+    assert cpu_notice(study, 2) is None
+    # in bf16 on cores that emulate it, the CPU experiment takes a day: it says so, and how to train in fp32
+    emulated = cpu_notice(study, 2, emulated=True)
+    assert f"in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time" in emulated
+    assert "--config 'train={precision: fp32}'" in emulated
 
 
 def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsys):

@@ -534,3 +534,27 @@ def test_autocast_follows_the_precision_setting_and_what_the_device_computes(
 
     monkeypatch.setattr(mixnmt.device, "native_bf16", lambda d: native)
     assert autocast_dtype(torch.device(device), setting) == expected
+
+
+@pytest.mark.parametrize(
+    "setting, native, warned",
+    [
+        ("bf16", False, True),  # emulated: several times slower than fp32
+        ("bf16", True, False),
+        ("auto", False, False),  # auto is fp32 there
+        ("fp32", False, False),
+    ],
+)
+def test_training_in_bf16_on_a_cpu_that_emulates_it_says_so_and_how_to_train_in_fp32(
+    files, monkeypatch, caplog, setting, native, warned
+):
+    import mixnmt.device
+
+    if pick_device().type != "cpu":
+        pytest.skip("a GPU trains here")
+    monkeypatch.setattr(mixnmt.device, "native_bf16", lambda d: native)
+    with caplog.at_level("WARNING"):
+        run(files, precision=setting, max_steps=1)
+    said = [r.getMessage() for r in caplog.records if "emulates bf16" in r.getMessage()]
+    assert len(said) == warned
+    assert not warned or "--config 'train={precision: fp32}'" in said[0]

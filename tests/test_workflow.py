@@ -21,6 +21,7 @@ from PIL import Image
 
 import tinydata
 from conftest import CONFIG, FAST, ROOT, TINY, TINY_MODELS, snakemake
+from mixnmt.device import native_bf16
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_lines
 from mixnmt.models import REGISTRY, architecture, resolve
@@ -234,6 +235,8 @@ def test_without_a_gpu_a_run_of_many_hours_stops_before_it_starts_saying_what_fi
     assert result.returncode != 0 and "of 600 steps" in said and "hours on 2 CPU cores" in said
     assert "--configfile experiments/cpu.yaml" in said and "--config allow_cpu=true" in said
     assert not (workdir / "data").exists() and not list((workdir / "results").rglob("*.pt"))
+    # config.yaml trains in bf16: where this CPU emulates it, that is said before it starts
+    assert ("emulates bf16" in said) == (not native_bf16(torch.device("cpu"))), said
 
 
 def reversed_keys(value, path=()):

@@ -48,6 +48,10 @@ CPU_HOURS = 8
 """Training that `cpu_notice` estimates to take longer than this on a CPU stops before it
 starts, unless `allow_cpu`: the CPU experiment (estimated at 4 hours, 2.5 to 3.5 measured)
 starts, the full study (169 hours) does not."""
+CPU_EMULATED_BF16 = 20
+"""How many times fp32's time bf16 training takes on a CPU that emulates it (no AVX-512
+BF16 or AMX): 21-23 for part one's models on an AMD EPYC with AVX2 only, 60 for config.yaml's
+rnn (benchmarks/speed.py, one thread)."""
 CPU_STEPS_PER_MB = 100
 """Updates of 4096-token batches per epoch, per MB of the pinned training files: 123 for
 Multi30k's 1.21 MB (results/multi30k-cpu: 246 updates in two epochs), rounded."""
@@ -394,11 +398,13 @@ def schema_error(error: Any) -> str:
     return f"{key}: {message}" if key else message
 
 
-def cpu_notice(config: dict[str, Any], cores: int, runs: int | None = None) -> str | None:
+def cpu_notice(
+    config: dict[str, Any], cores: int, runs: int | None = None, emulated: bool = False
+) -> str | None:
     """What `runs` training runs of `config` (default: every model and seed; the workflow
     passes those it is about to run) mean on `cores` CPU cores, if they would take hours,
     within `max_steps` where it caps them, and where the short CPU experiment is; None
-    when that is quick."""
+    when that is quick. `emulated`: they train in bf16, which these cores emulate."""
     runs = len(selected(config)) * len(config["seeds"]) if runs is None else runs
     train, epochs = config["datasets"][config["dataset"]]["train"], config["train"]["epochs"]
     megabytes = sum(train[lang]["size"] for lang in (config["src"], config["tgt"])) / 1e6
@@ -406,14 +412,21 @@ def cpu_notice(config: dict[str, Any], cores: int, runs: int | None = None) -> s
     capped = config["max_steps"] is not None and config["max_steps"] < epochs * per_epoch
     trained = config["max_steps"] / per_epoch if capped else epochs  # in epochs
     hours = runs * trained * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
+    hours *= CPU_EMULATED_BF16 if emulated else 1
     if hours < CPU_HOURS:
         return None
     length = f"{config['max_steps']} steps" if capped else f"up to {epochs} epochs"
+    emulation = (
+        f" in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; in fp32: "
+        "--config 'train={precision: fp32}')"
+        if emulated
+        else ""
+    )
     return (
         f"no GPU here: this run has {runs} training jobs (one per model and seed) of {length} on "
-        f"{megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU cores. The CPU "
-        "experiment (part one of the study: small models, five seeds of two epochs each, 1.6 hours on "
-        "2 cores as published) is "
+        f"{megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU cores{emulation}. "
+        "The CPU experiment (part one of the study: small models, five seeds of two epochs each, 1.6 "
+        "hours on 2 cores with AVX-512 BF16 or AMX as published) is "
         "`snakemake --cores all --configfile experiments/cpu.yaml`."
     )
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import torch
 
+from mixnmt.config import CPU_EMULATED_BF16
 from mixnmt.models import REGISTRY, resolve
 
 
@@ -40,6 +41,20 @@ def precision(setting: Precision, device: torch.device) -> Literal["fp32", "bf16
     if setting == "auto":
         return "bf16" if device.type == "cuda" or native_bf16(device) else "fp32"
     return setting
+
+
+def emulated_bf16(setting: Precision, device: torch.device) -> str | None:
+    """A warning when `setting` asks for bf16 on a CPU that emulates it (no AVX-512 BF16
+    or AMX), where training takes about CPU_EMULATED_BF16 times fp32's time; None elsewhere."""
+    if device.type != "cpu" or precision(setting, device) == "fp32" or native_bf16(device):
+        return None
+    vectors = torch.backends.cpu.get_cpu_capability()
+    return (
+        f"train.precision: bf16 on a CPU without AVX-512 BF16 or AMX ({vectors}): PyTorch emulates "
+        f"bf16 here, and training takes about {CPU_EMULATED_BF16} times as long as in fp32 "
+        "(benchmarks/speed.py measures both). To train in fp32 instead: --config 'train={precision: "
+        "fp32}' (other runs than the bf16 ones: a run's fingerprint names its precision)"
+    )
 
 
 def autocast_dtype(device: torch.device, setting: Precision) -> torch.dtype | None:

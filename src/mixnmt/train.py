@@ -28,7 +28,7 @@ from mixnmt import MixnmtError, checkpoint, determinism
 from mixnmt.batching import ParallelData, padding_fraction
 from mixnmt.config import TrainConfig
 from mixnmt.decode import DecodeConfig, translate_ids
-from mixnmt.device import autocast_dtype, peak_memory_mb, pick_device, precision
+from mixnmt.device import autocast_dtype, emulated_bf16, peak_memory_mb, pick_device, precision
 from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
 from mixnmt.inputs import METRICS
 from mixnmt.manifest import manifest
@@ -198,6 +198,8 @@ def prepare(
     params = parameter_counts(model)
     dtype = autocast_dtype(device, config.precision)
     log.info("%s: %d parameters on %s (autocast %s)", name, params[0], device, dtype)
+    if warning := emulated_bf16(config.precision, device):
+        log.warning(warning)
     return Run(
         name,
         arch,

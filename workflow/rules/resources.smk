@@ -6,7 +6,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from mixnmt.config import cpu_notice
-from mixnmt.device import gpu_shares, pick_device, torch_environment
+from mixnmt.device import emulated_bf16, gpu_shares, pick_device, torch_environment
 
 # The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
 # counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
@@ -61,10 +61,16 @@ def seed_priority(wildcards):
 
 onstart:
     # Without a GPU, a run whose training takes hours here stops before it starts, saying
-    # what fits; with allow_cpu it goes on, saying how long it takes.
+    # what fits; with allow_cpu it goes on, saying how long it takes. Training in bf16
+    # on a CPU that emulates it is said before it starts.
     if cpu_only():
         runs = sum(job.rule.name == "train" for job in workflow.dag.needrun_jobs())
-        notice = cpu_notice(config, workflow.cores, runs)
+        warning = runs and emulated_bf16(
+            config["train"]["precision"], pick_device()
+        )
+        if warning:
+            logger.warning(warning)
+        notice = cpu_notice(config, workflow.cores, runs, emulated=bool(warning))
         if notice and not config["allow_cpu"]:
             raise WorkflowError(
                 f"{notice} To train this run here anyway: --config allow_cpu=true"
