@@ -9,8 +9,8 @@ In order, each step's output under --out (and summarised on stdout):
 2. cuda-tests.log: tests/test_cuda.py (skipped, saying why, without a GPU).
 3. determinism.json: the tiny experiment's training trained twice (`--until train`),
    every checkpoint's sha256 compared.
-4. speed.json / speed.log: benchmarks/speed.py on the device (one model per architecture,
-   rows kept as they finish), then with 1, N and 2N processes
+4. speed.json / speed.log: benchmarks/speed.py on the device (the study's models, one per
+   architecture, rows kept as they finish), then with 1, N and 2N processes
    sharing it; N for the study is the one with the most tokens/s (or --jobs).
 5. study.log: `snakemake --resources gpu_jobs=N` (seed 1 of every model first, by the
    rules' priorities) until the deadline. Then every job gets SIGINT, as from Ctrl-C
@@ -22,7 +22,7 @@ In order, each step's output under --out (and summarised on stdout):
 makes one call per step or two (benchmarks/gpu_slot.py prints them); a study step without
 a speed step in the same call uses the jobs per GPU an earlier call's speed step chose.
 
---quick shrinks steps 3 and 4 (one model, a few steps, small batches): the CPU dry run
+--quick shrinks steps 3 and 4 (the first model, a few steps, small batches): the CPU dry run
 of the whole path (tests/test_gpu_session.py) and a GPU slot in a hurry use it.
 """
 
@@ -45,7 +45,7 @@ import torch
 import yaml
 
 from mixnmt import MixnmtError
-from mixnmt.config import SCHEMA, read, schema
+from mixnmt.config import SCHEMA, merge, read, schema, selected
 from mixnmt.files import sha256sum
 from mixnmt.models import architecture
 from mixnmt.paths import CHECKPOINTS, STATES, Layout
@@ -183,9 +183,15 @@ def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dic
     return {"verdict": "identical" if same else "DIFFERENT", "checkpoints": digests}
 
 
-def measure(out: Path, device: str, deadline: float, quick: bool, jobs: int | None) -> int:
-    """The speed benchmark; the number of jobs per GPU with the most tokens/s."""
+def measure(
+    out: Path, device: str, deadline: float, quick: bool, jobs: int | None, configfiles: list[str | Path]
+) -> int:
+    """The speed benchmark of the study's models (`configfiles` merged in order, as the
+    study reads them); the number of jobs per GPU with the most tokens/s."""
     counts = [1, 2] if quick else [1, jobs or 4, 2 * (jobs or 4)]
+    study: dict = {}
+    for path in configfiles:
+        study = merge(study, read(path))
     command = [
         sys.executable,
         str(ROOT / "benchmarks" / "speed.py"),
@@ -197,16 +203,18 @@ def measure(out: Path, device: str, deadline: float, quick: bool, jobs: int | No
         "--profile",  # where the first model's training steps spend their time, in speed.log
         "--processes",
         *map(str, counts),
+        "--configfile",
+        *map(str, configfiles),
+        "--no-references",
     ]
-    if quick:
-        tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
-        command += ["--models", *tiny["only"][:1], "--steps", "3", "--seconds", "1", "--max-tokens", "512"]
-        command += ["--no-references", "--precision", "auto"]  # a CPU that emulates bf16: fp32, 60x faster
+    if quick:  # the study's first model
+        command += ["--models", selected(study)[0], "--steps", "3", "--seconds", "1", "--max-tokens", "512"]
+        command += ["--precision", "auto"]  # a CPU that emulates bf16: fp32, 60x faster
     else:  # within the step's 300 s: one model of each architecture, then the sharing runs
         first: dict[str, str] = {}
-        for name, entry in read(ROOT / "config.yaml")["models"].items():
-            first.setdefault(architecture(name, entry), name)
-        command += ["--models", *first.values(), "--no-references"]
+        for name in selected(study):
+            first.setdefault(architecture(name, study["models"].get(name)), name)
+        command += ["--models", *first.values()]
     if run_until(command, deadline, out / "speed.log") != 0 or not (out / "speed.json").exists():
         return jobs or 4
     shared = json.loads((out / "speed.json").read_text())["shared"]
@@ -293,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
 
     measured = a.directory / "results" / SPEED  # kept for a later call's study
     if "speed" in a.steps:
-        jobs = measure(a.out, device, step("speed benchmark", 300), a.quick, a.jobs)
+        study = [a.directory / "config.yaml", *a.configfile]  # as Snakemake reads them
+        jobs = measure(a.out, device, step("speed benchmark", 300), a.quick, a.jobs, study)
         measured.parent.mkdir(parents=True, exist_ok=True)
         measured.write_text(json.dumps({"jobs": jobs}) + "\n")
     else:

@@ -179,9 +179,9 @@ def calls(
     )
     session = shlex.join(["python3", "benchmarks/gpu_session.py", "--minutes", str(minutes), *options])
     session += ' --out "$OUT" --steps'
-    study = f"{session} study" + (f" --configfile {shlex.join(overlays)}" if overlays else "")
-    study += f" --config {shlex.join(settings)}"
-    commands = [f"{session} tests speed", *[study] * STUDY_CALLS]
+    overlaid = f" --configfile {shlex.join(overlays)}" if overlays else ""  # the speed step times its models
+    study = f"{session} study{overlaid} --config {shlex.join(settings)}"
+    commands = [f"{session} tests speed{overlaid}", *[study] * STUDY_CALLS]
     return [{"command": setup + c, "carry": [SLOT], "timeout_s": 600} for c in commands]
 
 

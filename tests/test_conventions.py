@@ -53,6 +53,7 @@ def test_defaults_live_in_the_constructors_only():
     [
         ("mixnmt.models", "sentencepiece"),  # models read the special ids from mixnmt.symbols
         ("mixnmt.train", "mixnmt.analysis"),  # training logs mixture usage from mixnmt.usage
+        ("mixnmt.evaluate", "scipy.stats"),  # a second per scoring job; only Welch's t needs it
     ],
 )
 def test_a_module_does_not_import_what_it_does_not_need(module, kept_out):

@@ -19,13 +19,15 @@ import pytest
 import yaml
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from conftest import FAST, ROOT
+from conftest import FAST, ROOT, TINY_MODELS
 from mixnmt import MixnmtError
+from mixnmt.models import build, parameter_counts, resolve
 from mixnmt.verify import verify
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import gpu_session  # noqa: E402
 import gpu_slot  # noqa: E402
+import speed  # noqa: E402
 
 TINY = str(ROOT / "tests" / "tiny.yaml")
 
@@ -70,6 +72,7 @@ def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(tiny_source, 
         assert call["command"].startswith("python3 -m pip install -q --no-index --no-deps")
         assert '--out "$OUT"' in call["command"] and "MIXNMT_COMMIT=$(cat .slot/COMMIT)" in call["command"]
     assert all(f"--configfile {TINY} --config mirror=.slot/tiny" in c["command"] for c in calls[1:])
+    assert calls[0]["command"].endswith(f"--steps tests speed --configfile {TINY}")  # times the study's
 
 
 def test_a_mirror_file_that_is_not_the_pinned_one_is_named(tiny_source, tmp_path):
@@ -140,6 +143,11 @@ def test_the_slot_dry_runs_call_by_call_and_what_comes_back_verifies(tiny_source
                 "speed.log",
             ]
             assert json.loads((tree / "results" / gpu_session.SPEED).read_text())["jobs"] in (1, 2)
+            timed = json.loads((out / "speed.json").read_text())  # the study's first model, at its size
+            tiny = build(*resolve(FAST, TINY_MODELS[FAST]), speed.VOCAB, speed.VOCAB, True)
+            assert [(r["model"], r["params"]) for r in timed["rows"]] == [(FAST, parameter_counts(tiny)[0])]
+            assert set(timed["shared"]) == {"1", "2"}
+            assert "training steps spend their time" in (out / "speed.log").read_text()  # profiler's table
         said.append(done.stdout.decode() + done.stderr.decode())
         assert (out / "facts.json").exists(), said[-1]
         assert json.loads((out / "facts.json").read_text())["commit"] == "0" * 40

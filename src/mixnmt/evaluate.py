@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
-from scipy.stats import t as student
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_json, write_table
@@ -156,6 +155,8 @@ def welch(a: list[float], b: list[float]) -> dict[str, float]:
     if se == 0:  # every run of both models scores the same
         p = 1.0 if delta == 0 else 0.0  # no spread: the difference is exact
         return dict(delta=delta, low=delta, high=delta, low90=delta, high90=delta, p=p, df=math.inf, mde=0.0)
+    from scipy.stats import t as student  # here, not above: a second's import in every scoring job
+
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     t = student(df)
     half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
