@@ -102,7 +102,7 @@ def test_an_interrupted_session_stops_its_group(tmp_path):
     assert "# interrupted: SIGTERM to" in (tmp_path / "log").read_text()
 
 
-@pytest.mark.slow(seconds=130)
+@pytest.mark.slow(seconds=20)
 def test_a_killed_study_leaves_no_lock_behind(tmp_path):
     """Snakemake killed at the end of the grace keeps its lock on the directory; the next
     call's study would stop at once (LockException), as on the first GPU slot."""
@@ -127,6 +127,7 @@ def test_a_killed_study_leaves_no_lock_behind(tmp_path):
     assert not list((tmp_path / ".snakemake" / "locks").glob("*")), "the lock is still there"
 
 
+@pytest.mark.slow(seconds=110)
 def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
     """Checks (quick), then the tiny study stopped at the deadline while it trains: the
     trainers save their states, and the tarball leaves them out. (The speed step runs in

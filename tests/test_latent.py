@@ -103,6 +103,21 @@ def test_the_cpus_compiled_mixture_gives_the_eager_values_and_gradients():
         torch.testing.assert_close(ours, eager)
 
 
+def test_only_chunks_large_enough_to_repay_compiling_mix_in_compiled_code(monkeypatch):
+    """Compiling costs a process seconds: a chunk of COMPILED_ELEMENTS logits or more mixes
+    in the compiled code, a smaller one eagerly, with the same values."""
+    used = []
+    compiled = lambda *args: used.append(args[1].shape) or latent._mixed_chunk(*args)  # noqa: E731
+    monkeypatch.setattr(latent, "_compiled_chunk", lambda: compiled)
+    monkeypatch.setattr(latent, "COMPILED_ELEMENTS", 2 * 3 * 50)
+    embeddings = torch.randn(50, 4)
+    for b in (1, 2):
+        log_prior, features = torch.randn(b, 3).log_softmax(-1), torch.randn(b, 3, 4)
+        mixed, _ = latent.mixture_logprobs(log_prior, features, embeddings)
+        torch.testing.assert_close(mixed, latent._mixed_chunk(log_prior, features, embeddings)[0])
+    assert used == [(2, 3, 4)]
+
+
 @pytest.mark.parametrize(  # every variant; both length penalties on the first
     ("name", "length_penalty"), [(LATENT[0], 0.0), *((name, 1.0) for name in LATENT)]
 )

@@ -488,6 +488,7 @@ def affordable(name: str) -> bool:
     return getattr(getattr(cls, "Cell", None), "order", 1) == 1 and not issubclass(cls, Latent)
 
 
+@pytest.mark.slow(seconds=60)  # 35-115 s beside another test where the CPU emulates bf16
 @pytest.mark.parametrize("name", [name for name in TINY_MODELS if affordable(name)])
 def test_bf16_trains_the_tiny_corpus_within_the_fp32_seeds_spread(name, files, tmp_path):
     """Mixed precision (bf16 autocast, the CPU's default where it has AVX-512 BF16) moves
