@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
     measured = a.directory / "results" / SPEED  # kept for a later call's study
     if "speed" in a.steps:
-        study = [a.directory / "config.yaml", *a.configfile]  # as Snakemake reads them
+        study = [Path(p).resolve() for p in (a.directory / "config.yaml", *a.configfile)]  # for ROOT
         jobs = measure(a.out, device, step("speed benchmark", 300), a.quick, a.jobs, study)
         measured.parent.mkdir(parents=True, exist_ok=True)
         measured.write_text(json.dumps({"jobs": jobs}) + "\n")
