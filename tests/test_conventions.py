@@ -62,6 +62,20 @@ def test_a_module_does_not_import_what_it_does_not_need(module, kept_out):
     assert done.returncode == 0, f"importing {module} imports {kept_out}:\n{done.stderr[-1500:]}"
 
 
+def test_checking_a_config_builds_its_models_without_importing_the_compiler():
+    """Every Snakemake start checks the config by building its models on the meta device:
+    a random draw or arithmetic there imports torch._dynamo, 1.9 s of each start."""
+    code = (
+        "import sys, yaml\nfrom mixnmt.models import check\n"
+        "for path in ('config.yaml', 'tests/tiny.yaml'):\n"
+        "    for name, entry in yaml.safe_load(open(path))['models'].items():\n"
+        "        check(name, entry)\n"
+        "assert 'torch._dynamo' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-1500:]
+
+
 def test_no_function_in_the_package_runs_past_60_lines():
     """A function a reader must hold in mind at once stays short: the phases of training,
     the CLI's commands and the score table's parts each have their own."""

@@ -130,10 +130,30 @@ def parameter_counts(model: torch.nn.Module) -> tuple[int, int]:
     return total, total - sum(embeddings.values())
 
 
+class Undrawn(torch.overrides.TorchFunctionMode):
+    """Random draws and initialisations as no-ops (new tensors left empty): on the meta
+    device they compute nothing anyway, and drawing there imports torch._dynamo, 1.9 s
+    of every check of a config."""
+
+    FILLS = {
+        getattr(torch.nn.init, f) for f in dir(torch.nn.init) if f.endswith("_") and not f.startswith("_")
+    }
+    FILLS |= {torch.Tensor.normal_, torch.Tensor.uniform_, torch.Tensor.bernoulli_, torch.Tensor.random_}
+    DRAWS = {torch.randn, torch.rand}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.FILLS:
+            return args[0] if args else kwargs["tensor"]
+        if func in self.DRAWS:
+            return torch.empty(*args, **{k: v for k, v in kwargs.items() if k != "generator"})
+        return func(*args, **kwargs)
+
+
 def check(name: str, entry: dict | None) -> None:
     """Raise MixnmtError, naming the key, if config entry `models.<name>` cannot make a
     model: its values one by one (`resolve`), then together (built on the meta device,
-    which allocates nothing)."""
+    which allocates nothing, and `Undrawn`)."""
     arch, hparams = resolve(name, entry)
-    with torch.device("meta"):
+    with torch.device("meta"), Undrawn():
         build(arch, hparams, 8, 8, True, name)

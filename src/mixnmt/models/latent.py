@@ -110,7 +110,10 @@ class Latent(Seq2Seq):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.feed, self.top_k, self.candidates = feed, top_k, candidates
         if candidates != "source":  # K learned vectors m_k where the source has h_j (K: `components`)
-            self.memory = nn.Parameter(torch.randn(components, 2 * hidden) * (2 * hidden) ** -0.5)
+            # drawn by nn.init, not scaled after: the config check builds models on the meta device
+            self.memory = nn.Parameter(
+                nn.init.normal_(torch.empty(components, 2 * hidden), std=(2 * hidden) ** -0.5)
+            )
             self.analysis_axes = {name: ("target", "candidate") for name in Latent.analysis_axes}
             self.alignment = None  # the candidates are not (only) source positions
         self.encoder = BiGRU(d_model, hidden)
