@@ -294,3 +294,34 @@ def test_cublas_gets_its_deterministic_workspace_before_any_gpu_work():
     from mixnmt import CUBLAS_WORKSPACE
 
     assert done.stdout.strip() == CUBLAS_WORKSPACE
+
+
+def test_a_models_entry_that_built_is_not_built_again_until_code_or_entry_change(monkeypatch, tmp_path):
+    """Building the models to check them imports torch, 3 s of every Snakemake start: an
+    entry that built with this code is remembered; one that does not build is refused
+    every time, and other code builds every entry again."""
+    import mixnmt.config
+    import mixnmt.models
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built, build = [], mixnmt.models.check
+    monkeypatch.setattr(mixnmt.models, "check", lambda name, entry: (built.append(name), build(name, entry)))
+    check(CONFIG)
+    assert sorted(built) == sorted(CONFIG["models"])
+    built.clear()
+    check(CONFIG)
+    assert built == []
+
+    name, entry = next((n, e) for n, e in CONFIG["models"].items() if "heads" in resolve(n, e)[1])
+    d_model = resolve(name, entry)[1]["d_model"]
+    broken = copy.deepcopy(CONFIG)
+    broken["models"][name] = {**(entry or {}), "heads": next(h for h in range(3, d_model) if d_model % h)}
+    for _ in range(2):
+        with pytest.raises(MixnmtError, match=f"^models.{name}: .*not divisible"):
+            check(broken)
+        assert built == [name]
+        built.clear()
+
+    monkeypatch.setattr(mixnmt.config, "code_and_versions", lambda: ["other code"])
+    check(CONFIG)
+    assert sorted(built) == sorted(CONFIG["models"])

@@ -76,6 +76,24 @@ def test_checking_a_config_builds_its_models_without_importing_the_compiler():
     assert done.returncode == 0, done.stderr[-1500:]
 
 
+CONFIGS = [None, *sorted((ROOT / "experiments").glob("*.yaml")), ROOT / "tests" / "tiny.yaml"]
+
+
+@pytest.mark.parametrize("overlay", CONFIGS, ids=lambda p: p and str(p.relative_to(ROOT)) or "config.yaml")
+def test_snakemakes_linter_passes_the_workflow_under_every_config(overlay):
+    """The workflow's hygiene as Snakemake's linter sees it, with each experiment's config."""
+    command = [sys.executable, "-m", "snakemake", "--lint", *(["--configfile", overlay] if overlay else [])]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "Congratulations, your workflow is in a good condition" in said, said
+
+
+def test_the_workflow_is_formatted_as_snakefmt_formats_it():
+    command = [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow/"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_no_function_in_the_package_runs_past_60_lines():
     """A function a reader must hold in mind at once stays short: the phases of training,
     the CLI's commands and the score table's parts each have their own."""

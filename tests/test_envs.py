@@ -71,7 +71,7 @@ def besides_torch(env_text: str) -> list[str]:
 def test_the_model_jobs_install_pytorchs_cpu_build_unless_asked_for_cuda():
     """envs/torch.yaml is envs/torch-cuda.yaml with PyTorch's CPU build of the same torch;
     `torch_build` picks one, auto by whether Snakemake sees a GPU."""
-    from mixnmt.device import torch_environment
+    from mixnmt.machine import torch_environment
 
     cpu, cuda = (ROOT / "envs" / "torch.yaml").read_text(), (ROOT / "envs" / "torch-cuda.yaml").read_text()
     (pin,) = [p for p in pip_lines("torch-cuda") if p.startswith("torch==")]

@@ -7,7 +7,6 @@ import json
 
 import pandas as pd
 import pytest
-import torch
 
 from conftest import CONFIG
 from mixnmt import MixnmtError
@@ -99,10 +98,10 @@ def test_auto_precision_is_resolved_before_it_defines_a_run(monkeypatch, native,
     """`precision: auto` becomes what this machine computes in (bf16 where native) before
     the settings reach a training job or a fingerprint: runs in different precisions never
     share one."""
-    import mixnmt.device
+    import mixnmt.config
 
-    monkeypatch.setattr(mixnmt.device, "pick_device", lambda: torch.device("cpu"))
-    monkeypatch.setattr(mixnmt.device, "native_bf16", lambda device: native)
+    monkeypatch.setattr(mixnmt.config, "cuda_available", lambda: False)
+    monkeypatch.setattr(mixnmt.config, "cpu_native_bf16", lambda: native)
     auto = changed("train.precision", "auto")
     assert TrainConfig.values(auto, 1)["precision"] == resolved
     assert of(auto) == of(changed("train.precision", resolved))

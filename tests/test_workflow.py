@@ -619,11 +619,14 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
 FAKE_GPU = """# A stand-in for a GPU of {memory} bytes: what the workflow asks of torch.cuda.
 import torch
 
+import mixnmt.machine
+
 
 class Properties:
     total_memory = {memory}
 
 
+mixnmt.machine.GPU_DRIVERS = ("/",)  # a driver is loaded
 torch.cuda.is_available = lambda: True
 torch.cuda.get_device_properties = lambda device=0: Properties()
 """
@@ -650,6 +653,66 @@ def test_on_a_gpu_a_latent_training_takes_the_shares_its_memory_needs(workdir, t
     holding = {name for name, (arch, h) in entries.items() if REGISTRY[arch].held_bytes(h, 1, 1, 1)}
     assert set(shares) == set(TINY["only"]) and holding  # the latent model
     assert shares == {name: 4 if name in holding else 1 for name in shares}
+
+
+WATCH = """# Records, as the process ends, whether it imported torch.
+import atexit
+import sys
+
+atexit.register(lambda: open({path!r}, "a").write(str("torch" in sys.modules) + "\\n"))
+"""
+
+
+def torch_needed_to_know_the_machine() -> str | None:
+    """Why this machine's facts need torch (a GPU driver loaded, no CPU flags), or None."""
+    import mixnmt.machine
+
+    if loaded := [path for path in mixnmt.machine.GPU_DRIVERS if os.path.exists(path)]:
+        return f"a GPU driver is loaded ({loaded[0]}): torch says whether CUDA works"
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists() or "\nflags" not in cpuinfo.read_text():
+        return "no CPU flags in /proc/cpuinfo: torch says whether the CPU computes bf16"
+    return None
+
+
+@pytest.mark.skipif(bool(torch_needed_to_know_the_machine()), reason=str(torch_needed_to_know_the_machine()))
+def test_a_snakemake_start_imports_torch_only_to_build_models_it_has_not_built(workdir, tmp_path):
+    """Snakemake reads the Snakefile at every start (on a cluster, in every job): without
+    a GPU driver it learns what the machine offers without torch (3 s to import), and the
+    config's models, once built, are not built again to check them."""
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    (watch / "sitecustomize.py").write_text(WATCH.format(path=str(tmp_path / "imported")))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(watch), str(ROOT / "src")])}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    command = [sys.executable, "-m", "snakemake", "-s", ROOT / "Snakefile", "-d", workdir, "-n"]
+    command += ["--cores", "2", "--configfile", str(ROOT / "tests" / "tiny.yaml")]
+    for _ in range(2):
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "imported").read_text().split() == ["True", "False"]
+
+
+@pytest.mark.parametrize("limit", [None, "1000/1s"])
+def test_snakemakes_default_job_rate_limit_is_lifted_and_a_sites_own_kept(workdir, limit):
+    """Under the default limit (100 jobs a second, which never binds) Snakemake's scheduler
+    passes multiply with every job that finishes (timers that start timers); without it,
+    one pass per finished job. A limit set on purpose is kept."""
+    tinydata.write_corpus(workdir / "data" / "tiny-source")
+    command = [
+        "--cores",
+        "1",
+        "--until",
+        "download",
+        "--verbose",
+        "--configfile",
+        str(ROOT / "tests" / "tiny.yaml"),
+    ]
+    done = snakemake(workdir, *command, *(["--max-jobs-per-timespan", limit] if limit else []))
+    assert done.returncode == 0, done.stderr[-3000:]
+    passes, jobs = done.stderr.count("Ready jobs"), done.stderr.count("Finished jobid")
+    assert jobs == len(TINY["datasets"]["tiny"]["test"]) * 2 + 4  # a download per file
+    assert passes > 2 * jobs if limit else passes <= jobs + 1, (passes, jobs)
 
 
 def test_a_stopped_run_says_its_states_are_saved_and_a_rerun_says_it_resumes(workdir):

@@ -6,9 +6,15 @@ runs `check` after the schema), and its sections as typed settings (`config_sect
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
 import math
+import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -16,6 +22,7 @@ import jsonschema
 import yaml
 
 from mixnmt import MixnmtError
+from mixnmt.machine import cpu_native_bf16, cuda_available
 from mixnmt.paths import run
 from mixnmt.runs import data_definition, definition, fingerprint
 from mixnmt.schema import Probability, Validator, settings_schema
@@ -127,10 +134,8 @@ class TrainConfig:
         """`from_config`'s settings as plain values (what `mixnmt train --config` takes),
         `precision: auto` resolved on this machine: a run's fingerprint says what it computes in."""
         train = config["train"]
-        if train.get("precision") == "auto":
-            from mixnmt.device import pick_device, precision  # torch: only when asked
-
-            train = {**train, "precision": precision("auto", pick_device())}
+        if train.get("precision") == "auto":  # as device.precision resolves it
+            train = {**train, "precision": "bf16" if cuda_available() or cpu_native_bf16() else "fp32"}
         return {**train, "seed": int(seed), "max_steps": config["max_steps"]}
 
 
@@ -344,10 +349,7 @@ def check(config: dict[str, Any]) -> None:
         for lang in (config["src"], config["tgt"]):
             if lang not in files:
                 raise MixnmtError(f"datasets.{config['dataset']}.{where}: has no {lang!r} file")
-    from mixnmt.models import check as check_model  # the registry imports torch: only here
-
-    for name, entry in config["models"].items():
-        check_model(name, entry)
+    check_models(config["models"])
     for i, name in enumerate(config["only"] or []):
         if name not in config["models"]:
             raise MixnmtError(f"only.{i}: {name!r} is not one of models: {', '.join(config['models'])}")
@@ -379,6 +381,51 @@ def check(config: dict[str, Any]) -> None:
     edges = config["analysis"]["length_buckets"]
     if sorted(set(edges)) != edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
+
+
+def check_models(models: dict[str, Any]) -> None:
+    """Raise MixnmtError, naming the key, if an entry of `models:` cannot make a model.
+    Building one imports torch, 3 s of every Snakemake start; so an entry that this code
+    and this torch have built before is not built again (`built_before`)."""
+    markers = {name: built_before(name, entry) for name, entry in models.items()}
+    unbuilt = [name for name, marker in markers.items() if marker is None or not marker.exists()]
+    if not unbuilt:
+        return
+    from mixnmt.models import check as check_model  # the registry imports torch: only here
+
+    for name in unbuilt:
+        check_model(name, models[name])
+        try:
+            if marker := markers[name]:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+        except OSError:  # a read-only home: built again next time
+            pass
+
+
+def built_before(name: str, entry: Any) -> Path | None:
+    """The marker, under the user's cache folder, of a `models:` entry that built, named by
+    what the build depends on: the entry, the package's source, Python's and torch's
+    versions (None where torch's is unknown)."""
+    if (versions := code_and_versions()) is None:
+        return None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(json.dumps([name, entry, versions], sort_keys=True).encode())
+    return cache / "mixnmt" / "built" / key.hexdigest()
+
+
+@functools.cache
+def code_and_versions() -> list[str] | None:
+    """A digest of the package's source files, and the Python and torch versions."""
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(f"{path.relative_to(package)}\0".encode() + path.read_bytes())
+    return [digest.hexdigest(), sys.version, torch_version]
 
 
 def primary(config: dict[str, Any]) -> tuple[str, str]:

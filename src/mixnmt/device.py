@@ -15,6 +15,7 @@ from typing import Any, Literal
 import torch
 
 from mixnmt.config import CPU_EMULATED_BF16
+from mixnmt.machine import cpu_native_bf16
 from mixnmt.models import REGISTRY, resolve
 
 
@@ -32,8 +33,7 @@ def native_bf16(device: torch.device) -> bool:
     AVX-512 BF16 or AMX (elsewhere bf16 is emulated, slower than fp32)."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
-    cpu = torch.cpu
-    return device.type == "cpu" and (cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+    return device.type == "cpu" and cpu_native_bf16()
 
 
 def precision(setting: Precision, device: torch.device) -> Literal["fp32", "bf16"]:
@@ -63,13 +63,6 @@ def autocast_dtype(device: torch.device, setting: Precision) -> torch.dtype | No
     if precision(setting, device) == "fp32":
         return None
     return torch.float16 if device.type == "cuda" and not native_bf16(device) else torch.bfloat16
-
-
-def torch_environment(build: Literal["auto", "cpu", "cuda"], gpu: bool) -> str:
-    """The conda environment of envs/ that installs the PyTorch build `build` (the config's
-    `torch_build`): "torch-cuda" (PyPI's wheel, with CUDA), or "torch" (PyTorch's CPU
-    build); "auto" is CUDA's where Snakemake sees a `gpu`."""
-    return "torch-cuda" if build == "cuda" or (build == "auto" and gpu) else "torch"
 
 
 def keep_freed_memory() -> None:

@@ -1,12 +1,11 @@
 """What the jobs ask of the machine: threads, GPUs, the shared GPU's slots, and the order
 of seeds."""
 
-import torch
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from mixnmt.config import cpu_notice
-from mixnmt.device import emulated_bf16, gpu_shares, pick_device, torch_environment
+from mixnmt.machine import cuda_available, torch_environment
 
 # The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
 # counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
@@ -15,7 +14,7 @@ from mixnmt.device import emulated_bf16, gpu_shares, pick_device, torch_environm
 # profiles/slurm shows how to pack several onto one). Without a GPU they take one core
 # each and run side by side, which gets about 20% more tokens/s out of 2 cores than one
 # job on both. The speed rule asks for the whole machine, so its timings are its own.
-NO_GPU = pick_device().type == "cpu"
+NO_GPU = not cuda_available()  # without importing torch where no GPU driver is loaded
 WHOLE_GPU = 1024  # a gpu_jobs request above the limit is cut to it: every slot
 # The conda environment (--use-conda) of the jobs that run a model: PyTorch with CUDA, or
 # its CPU build (config `torch_build`; auto: CUDA where Snakemake sees a GPU).
@@ -49,6 +48,10 @@ def train_gpu_jobs(wildcards, input):
     its memory needs (a latent model's widest batch), read once its id files exist."""
     if not workflow.local_exec or NO_GPU:
         return 0
+    import torch
+
+    from mixnmt.device import gpu_shares
+
     shares = workflow.global_resources.get("gpu_jobs").value or 1
     memory = torch.cuda.get_device_properties(0).total_memory
     return gpu_shares(config, wildcards.model, input.train, memory, shares)
@@ -60,14 +63,26 @@ def seed_priority(wildcards):
 
 
 onstart:
+    # Snakemake's job rate limit (--max-jobs-per-timespan, 100/1s unless set) wakes its
+    # scheduler by timers that multiply: each pass starts a timer for another pass a
+    # second later, so the passes per second grow with every job that finishes, each
+    # checking the inputs of every ready job (snakemake#2354's growing CPU). The default
+    # never binds here (a submission takes longer than 10 ms), so it is lifted; a limit a
+    # site sets stays. The tiny experiment's Snakemake process then takes 15 CPU-seconds,
+    # not 54.
+    limiter = getattr(workflow.scheduler, "job_rate_limiter", None)
+    if limiter and (limiter.max_jobs, limiter.timespan) == (100, 1):
+        workflow.scheduler.job_rate_limiter = None
     # Without a GPU, a run whose training takes hours here stops before it starts, saying
     # what fits; with allow_cpu it goes on, saying how long it takes. Training in bf16
     # on a CPU that emulates it is said before it starts.
     if cpu_only():
         runs = sum(job.rule.name == "train" for job in workflow.dag.needrun_jobs())
-        warning = runs and emulated_bf16(
-            config["train"]["precision"], pick_device()
-        )
+        warning = None
+        if runs:  # torch: only where training runs
+            from mixnmt.device import emulated_bf16, pick_device
+
+            warning = emulated_bf16(config["train"]["precision"], pick_device())
         if warning:
             logger.warning(warning)
         notice = cpu_notice(config, workflow.cores, runs, emulated=bool(warning))
