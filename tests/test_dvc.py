@@ -76,6 +76,7 @@ def stale(work: Path) -> set[str]:
     return set(json.loads(run("dvc", "status", "--json", cwd=work).stdout))
 
 
+@pytest.mark.integration
 @pytest.mark.slow(seconds=190)
 def test_dvc_repro_push_and_pull(tmp_path):
     (tmp_path / "project").mkdir()
@@ -248,7 +249,7 @@ STAGE_COMMANDS = {
 # The code every stage depends on: the entry point and what the workflow's common part
 # checks the config with.
 COMMON = {"src/mixnmt/__init__.py", "src/mixnmt/cli.py", "src/mixnmt/config.py", "src/mixnmt/schema.py"}
-COMMON |= {"src/mixnmt/files.py"}
+COMMON |= {"src/mixnmt/files.py", "src/mixnmt/machine.py"}
 
 
 def test_each_stage_depends_on_exactly_the_code_its_commands_run():

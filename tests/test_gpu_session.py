@@ -127,6 +127,7 @@ def test_a_killed_study_leaves_no_lock_behind(tmp_path):
     assert not list((tmp_path / ".snakemake" / "locks").glob("*")), "the lock is still there"
 
 
+@pytest.mark.integration
 @pytest.mark.slow(seconds=110)
 def test_the_whole_session_dry_runs_on_the_cpu(tmp_path):
     """Checks (quick), then the tiny study stopped at the deadline while it trains: the

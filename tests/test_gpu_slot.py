@@ -98,6 +98,7 @@ def limits_broken(out: Path) -> list[str]:
     return broken
 
 
+@pytest.mark.integration
 @pytest.mark.slow(seconds=240)
 def test_the_slot_dry_runs_call_by_call_and_what_comes_back_verifies(tiny_source, tmp_path, monkeypatch):
     """The slot's calls as the device would run them, a copy of the tree for its working

@@ -73,6 +73,7 @@ def stand_in_torch(folder: Path) -> None:
             wheel.writestr(name, text)
 
 
+@pytest.mark.integration
 @pytest.mark.slow(seconds=60)
 def test_a_fresh_venv_installs_from_the_wheelhouse_alone_and_keeps_its_torch(tmp_path):
     wheelhouse, env = tmp_path / "wheelhouse", tmp_path / "venv"
