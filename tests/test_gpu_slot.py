@@ -38,6 +38,7 @@ def unreachable(folder: Path) -> str | None:
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["pip failed"])[-1]
 
 
+@pytest.mark.integration
 @pytest.mark.slow(seconds=30)
 def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(tiny_source, tmp_path, capsys):
     if why := unreachable(tmp_path / "probe"):
