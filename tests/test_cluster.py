@@ -34,6 +34,7 @@ def job_name(log_folder: str) -> str:
     return log_folder if log_folder.startswith("rule_") else "_".join(log_folder.split("_")[:2])
 
 
+@pytest.mark.integration
 @pytest.mark.slow(seconds=130)  # mostly waiting for SLURM
 @pytest.mark.skipif(
     cluster_state() not in ("idle", "mix", "alloc"),
