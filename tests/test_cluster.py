@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -43,6 +44,8 @@ def job_name(log_folder: str) -> str:
 def test_tiny_experiment_through_the_slurm_profile(tmp_path):
     """The path of one model from download to score, as SLURM jobs: the data group, a
     GPU training job, a GPU translation job and the summary group."""
+    plugin = importlib.util.find_spec("snakemake_executor_plugin_slurm")
+    assert plugin, 'the SLURM profile needs its executor plugin: pip install -e ".[test,slurm]"'
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     tinydata.write_corpus(tmp_path / "data" / "tiny-source")
     target = f"results/tiny/scores/{FAST}/seed{TINY['seeds'][0]}/test_a.json"
