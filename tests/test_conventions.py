@@ -12,6 +12,7 @@ import tokenize
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from conftest import CONFIG, ROOT
 from mixnmt.models import REGISTRY, resolve
@@ -92,6 +93,18 @@ def test_the_workflow_is_formatted_as_snakefmt_formats_it():
     command = [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow/"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_tests_install_no_executor_plugin_that_asks_slurm_at_every_snakemake_start():
+    """Snakemake imports every installed executor plugin as it starts, and the SLURM one then
+    asks `scontrol`, which waits 9 s wherever SLURM is installed but stopped: CI's machine
+    after a session started the tier's cluster (stop 54's CI ran 34% longer than the same
+    tests here). Only the integration tier runs the SLURM profile; it installs the extra."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    plugin = "snakemake-executor-plugin-slurm"
+    assert not [r for r in extras["test"] if r.startswith(plugin)], extras["test"]
+    assert [r for r in extras["slurm"] if r.startswith(plugin)], extras["slurm"]
+    assert '".[test,slurm]"' in (ROOT / "README.md").read_text()
 
 
 def test_no_function_in_the_package_runs_past_60_lines():
