@@ -92,9 +92,9 @@ def lacking(env: str) -> list[str]:
     return sorted(module for module, package in THIRD_PARTY.items() if package not in packages(env))
 
 
-def runs_without(missing: list[str], modules: list[str]) -> subprocess.CompletedProcess:
-    """Build the `mixnmt` parser (every command builds all of it) and import `modules`, in a
-    Python where the `missing` modules cannot be imported."""
+def runs_without(missing: list[str], command: str, modules: list[str]) -> subprocess.CompletedProcess:
+    """Build the `mixnmt` parser as `command` builds it and import `modules`, in a Python
+    where the `missing` modules cannot be imported."""
     # a finder that refuses them, not sys.modules[m] = None: that would leave their names
     # in sys.modules, where libraries (scipy) look to see whether they were imported
     code = (
@@ -105,7 +105,8 @@ def runs_without(missing: list[str], modules: list[str]) -> subprocess.Completed
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, Refuse())\n"
     )
-    code += "from mixnmt.cli import parser\nparser()\n" + "".join(f"import {m}\n" for m in modules)
+    code += f"from mixnmt.cli import parser\nparser([{command!r}])\n"
+    code += "".join(f"import {m}\n" for m in modules)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 
 
@@ -114,10 +115,11 @@ def test_environment_provides_what_its_rules_import(rule, env, command):
     """What a rule's command imports is read from its code (as dvc.yaml's dependencies are,
     tests/test_dvc.py), not listed by hand, and must import in the rule's environment."""
     modules = sorted(command_modules(command, nested=False))
-    done = runs_without(lacking(env), modules)
+    done = runs_without(lacking(env), command, modules)
     assert done.returncode == 0, f"{rule}: {env} lacks {lacking(env)}, but it imports:\n{done.stderr[-1500:]}"
 
 
 def test_the_environment_check_catches_a_missing_module():
     """Without pyyaml (as envs/torch.yaml was), `mixnmt translate` fails to import."""
-    assert runs_without(["yaml"], sorted(command_modules("translate", nested=False))).returncode != 0
+    modules = sorted(command_modules("translate", nested=False))
+    assert runs_without(["yaml"], "translate", modules).returncode != 0

@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -842,13 +842,17 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(arguments_of: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The command line: every command, with the arguments of those in `arguments_of` (a
+    command's arguments import what their choices come from: the tables' import pandas, half
+    a second that a job reading no table need not spend)."""
     p = argparse.ArgumentParser(prog="mixnmt", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
         s = sub.add_parser(name, help=command.help, description=command.help)
         s.set_defaults(func=command.run)
-        command.arguments(s)
+        if name in arguments_of:
+            command.arguments(s)
     return p
 
 
@@ -862,7 +866,8 @@ def _paths(value: object) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser(argv[:1]).parse_args(argv)  # the command comes first
     given = [p for value in vars(args).values() for p in _paths(value)]
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

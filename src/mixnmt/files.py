@@ -12,11 +12,12 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mixnmt import MixnmtError
+
+if TYPE_CHECKING:  # pandas takes half a second to import: the jobs that read no table skip it
+    import pandas as pd
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -212,6 +213,8 @@ def write_json(path: str | os.PathLike, value: Any, indent: int | None = 2) -> N
 def read_table(path: str | os.PathLike, columns: Iterable[str] = ()) -> pd.DataFrame:
     """A tab-separated table with a header line and (at least) `columns`; an unreadable
     table, or one without them, is an error naming the file."""
+    import pandas as pd
+
     try:
         table = pd.read_csv(path, sep="\t")
     except (OSError, UnicodeDecodeError, pd.errors.EmptyDataError, pd.errors.ParserError) as e:

@@ -20,8 +20,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_table, sha256sum
 from mixnmt.paths import run
@@ -130,6 +128,8 @@ def records(path: str | Path) -> list[dict[str, Any]] | None:
         if isinstance(runs, dict) and all(isinstance(r, dict) for r in runs.values()):
             return list(runs.values())  # none: a file of no runs (an experiment without contrasts)
         return None
+    import pandas as pd  # here, not at the top: the jobs that read no table skip its import
+
     table = read_table(path)
     if not set(IDENTITY) <= set(table.columns):
         return None
