@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -694,11 +695,18 @@ def test_a_snakemake_start_imports_torch_only_to_build_models_it_has_not_built(w
 
 
 @pytest.mark.parametrize("limit", [None, "1000/1s"])
-def test_snakemakes_default_job_rate_limit_is_lifted_and_a_sites_own_kept(workdir, limit):
+def test_snakemakes_default_job_rate_limit_is_lifted_and_a_sites_own_kept(workdir, tmp_path, limit):
     """Under the default limit (100 jobs a second, which never binds) Snakemake's scheduler
     passes multiply with every job that finishes (timers that start timers); without it,
-    one pass per finished job. A limit set on purpose is kept."""
+    one pass per finished job. A limit set on purpose is kept. The jobs take a second each
+    (a download over a network): the timers are of a second."""
     tinydata.write_corpus(workdir / "data" / "tiny-source")
+    mixnmt = tmp_path / "bin" / "mixnmt"
+    mixnmt.parent.mkdir()
+    mixnmt.write_text(
+        f'#!/bin/sh\nsleep 1\nexec {shlex.quote(str(Path(sys.executable).parent / "mixnmt"))} "$@"\n'
+    )
+    mixnmt.chmod(0o755)
     command = [
         "--cores",
         "1",
@@ -708,7 +716,9 @@ def test_snakemakes_default_job_rate_limit_is_lifted_and_a_sites_own_kept(workdi
         "--configfile",
         str(ROOT / "tests" / "tiny.yaml"),
     ]
-    done = snakemake(workdir, *command, *(["--max-jobs-per-timespan", limit] if limit else []))
+    done = snakemake(
+        workdir, *command, *(["--max-jobs-per-timespan", limit] if limit else []), path=mixnmt.parent
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     passes, jobs = done.stderr.count("Ready jobs"), done.stderr.count("Finished jobid")
     assert jobs == len(TINY["datasets"]["tiny"]["test"]) * 2 + 4  # a download per file
