@@ -22,7 +22,7 @@ import jsonschema
 import yaml
 
 from mixnmt import MixnmtError
-from mixnmt.machine import cpu_native_bf16, cuda_available
+from mixnmt.machine import auto_precision, cpu_native_bf16, cuda_available
 from mixnmt.paths import run
 from mixnmt.runs import data_definition, definition, fingerprint
 from mixnmt.schema import Probability, Validator, settings_schema
@@ -134,8 +134,8 @@ class TrainConfig:
         """`from_config`'s settings as plain values (what `mixnmt train --config` takes),
         `precision: auto` resolved on this machine: a run's fingerprint says what it computes in."""
         train = config["train"]
-        if train.get("precision") == "auto":  # as device.precision resolves it
-            train = {**train, "precision": "bf16" if cuda_available() or cpu_native_bf16() else "fp32"}
+        if train.get("precision") == "auto":
+            train = {**train, "precision": auto_precision(cuda_available(), cpu_native_bf16())}
         return {**train, "seed": int(seed), "max_steps": config["max_steps"]}
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import torch
 
 from mixnmt.config import CPU_EMULATED_BF16
-from mixnmt.machine import cpu_native_bf16
+from mixnmt.machine import auto_precision, cpu_native_bf16
 from mixnmt.models import REGISTRY, resolve
 
 
@@ -39,7 +39,7 @@ def native_bf16(device: torch.device) -> bool:
 def precision(setting: Precision, device: torch.device) -> Literal["fp32", "bf16"]:
     """What `setting` computes in on `device`: "bf16" (mixed precision) or "fp32"."""
     if setting == "auto":
-        return "bf16" if device.type == "cuda" or native_bf16(device) else "fp32"
+        return auto_precision(device.type == "cuda", native_bf16(device))
     return setting
 
 

@@ -1,6 +1,7 @@
 """What the machine offers, asked without importing torch where the answer does not need
 it (the import takes 3 s, and Snakemake asks at every start): whether PyTorch may see a
-GPU, whether the CPU computes bf16, and which PyTorch build a job's environment installs."""
+GPU, whether the CPU computes bf16, what `precision: auto` means, and which PyTorch
+build a job's environment installs."""
 
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ def cpu_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
         return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
     return bool({"avx512_bf16", "amx_tile"} & set(flags.split(":", 1)[1].split()))
+
+
+def auto_precision(cuda: bool, native_bf16: bool) -> Literal["fp32", "bf16"]:
+    """What `train.precision: auto` computes in: mixed precision on a GPU (bf16, or fp16
+    where it lacks bf16) and on a CPU that computes bf16 natively; fp32 elsewhere."""
+    return "bf16" if cuda or native_bf16 else "fp32"
 
 
 def torch_environment(build: Literal["auto", "cpu", "cuda"], gpu: bool) -> str:
