@@ -214,6 +214,21 @@ def test_bleu_by_length_buckets(tmp_path):
         bleu_by_length(src, ref, {"m": hyp}, [4, 2], 100, "t", tmp_path / "x.tsv")
 
 
+def test_a_length_bucket_without_sentences_has_no_bleu(tmp_path):
+    """A bucket no test sentence falls in is a row of 0 sentences and no BLEU, not a crash
+    (sacreBLEU refuses an empty corpus); the others are scored as without it."""
+    sources, refs = ["one two", "a b c d e f g"], ["Eins zwei drei vier", "A B C D E F G"]
+    src, ref = write(tmp_path / "s", sources), write(tmp_path / "r", refs)
+    systems = {"m": write(tmp_path / "h", refs), "n": write(tmp_path / "g", ["Eins", "A B C"])}
+    table = bleu_by_length(src, ref, systems, [2, 4, 10], 100, "t", tmp_path / "lengths.tsv")
+    assert list(table.sentences) == [1, 0, 1, 0] * 2
+    empty = table[table.sentences == 0]
+    assert list(empty.bucket) == ["3-4", ">10"] * 2 and empty.bleu.isna().all() and empty.bleu_ci.isna().all()
+    scored = table[table.sentences > 0].set_index(["model", "bucket"]).bleu
+    assert scored["m"].tolist() == [100.0, 100.0]
+    assert scored["n", "5-10"] == round(sacrebleu.corpus_bleu(["A B C"], [["A B C D E F G"]]).score, 2)
+
+
 GOOD = [*REFS[:2], "Ein Kind ."]  # the references themselves
 WORSE = ["Ein Hund .", "Zwei Männer .", "Kind ."]
 

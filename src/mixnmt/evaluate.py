@@ -47,18 +47,27 @@ def loops(hypothesis: str, n: int = LOOP) -> bool:
     return max(Counter(zip(*(words[i:] for i in range(n)))).values(), default=0) >= n
 
 
-def measured(hyps: list[str], refs: list[str]) -> dict:
-    """What `score` measures of a translation against its references: the sentences,
-    BLEU, chrF and lowercased BLEU with their signatures, length ratio and looping share."""
-    result: dict = {"sentences": len(hyps)}
-    for name, metric in (("bleu", BLEU()), ("chrf", CHRF()), ("bleu_lc", BLEU(lowercase=True))):
-        corpus = metric.corpus_score(hyps, [refs])
-        result[name] = round(corpus.score, 2)
-        result[f"{name}_signature"] = str(metric.get_signature())
-        if name == "bleu":
-            result["length_ratio"] = round(corpus.sys_len / corpus.ref_len, 3)
-    result["looping"] = round(sum(map(loops, hyps)) / len(hyps), 3)
-    return result
+def measured(systems: list[list[str]], refs: list[str]) -> list[dict]:
+    """What `score` measures of each translation in `systems` against the same references:
+    the sentences, BLEU, chrF and lowercased BLEU with their signatures, length ratio and
+    looping share. The references' n-grams are extracted once for all (sacreBLEU's cache)."""
+    metrics = {
+        "bleu": BLEU(references=[refs]),
+        "chrf": CHRF(references=[refs]),
+        "bleu_lc": BLEU(lowercase=True, references=[refs]),
+    }
+    results = []
+    for hyps in systems:
+        result: dict = {"sentences": len(hyps)}
+        for name, metric in metrics.items():
+            corpus = metric.corpus_score(hyps, None)
+            result[name] = round(corpus.score, 2)
+            result[f"{name}_signature"] = str(metric.get_signature())
+            if name == "bleu":
+                result["length_ratio"] = round(corpus.sys_len / corpus.ref_len, 3)
+        result["looping"] = round(sum(map(loops, hyps)) / len(hyps), 3)
+        results.append(result)
+    return results
 
 
 def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str, seed: int) -> dict:
@@ -74,7 +83,8 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
             f"{hypotheses}: translated by {run(made['model'], made['seed'])}, not {run(model, seed)}"
         )
     hyps, refs = read_aligned(hypotheses, references)
-    result = {"model": model, "seed": seed, "testset": testset, **measured(hyps, refs)}
+    (measures,) = measured([hyps], refs)
+    result = {"model": model, "seed": seed, "testset": testset, **measures}
     result["run"] = made and {k: made[k] for k in RECORD}
     result["translation"] = {"sha256": sha256sum(hypotheses)}
     result["references"] = {"sha256": sha256sum(references)}
@@ -349,22 +359,27 @@ def bleu_by_length(
     made = translation_runs(systems, expected)
     srcs, refs = read_aligned(sources, references)
     buckets = [bisect.bisect_left(edges, len(line.split())) for line in srcs]
+    labels = bucket_labels(edges)
+    chosen = {label: [i for i, bucket in enumerate(buckets) if bucket == b] for b, label in enumerate(labels)}
+    # Each bucket's reference n-grams, extracted once for every system (sacreBLEU's cache);
+    # a bucket without sentences has no BLEU.
+    metrics = {label: BLEU(references=[[refs[i] for i in lines]]) for label, lines in chosen.items() if lines}
     rows = []
     for model, path in systems.items():
         hyps, _ = read_aligned(path, references)
-        for b, label in enumerate(bucket_labels(edges)):
-            chosen = [i for i, bucket in enumerate(buckets) if bucket == b]
-            bleu = BLEU().corpus_score(
-                [hyps[i] for i in chosen], [[refs[i] for i in chosen]], n_bootstrap=resamples
-            )
+        for label, lines in chosen.items():
+            bleu, ci = math.nan, math.nan
+            if lines:
+                found = metrics[label].corpus_score([hyps[i] for i in lines], None, n_bootstrap=resamples)
+                bleu, ci = round(found.score, 2), round(found._ci, 2)  # sacreBLEU's bootstrap
             rows.append(
                 {
                     "testset": testset,
                     "model": model,
                     "bucket": label,
-                    "sentences": len(chosen),
-                    "bleu": round(bleu.score, 2) if chosen else math.nan,
-                    "bleu_ci": round(bleu._ci, 2) if chosen else math.nan,  # sacreBLEU's bootstrap
+                    "sentences": len(lines),
+                    "bleu": bleu,
+                    "bleu_ci": ci,
                     **{k: (made[model] or {}).get(k) for k in ("seed", "fingerprint")},
                 }
             )

@@ -153,8 +153,8 @@ def text_sha256(lines: list[str]) -> str:
     return hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
 
 
-def _rescored(hypotheses: str, references: list[str]) -> dict:
-    return measured(read_lines(hypotheses), references)
+def _rescored(translations: list[str], references: list[str]) -> list[dict]:
+    return measured([read_lines(path) for path in translations], references)
 
 
 class Verification:
@@ -304,17 +304,21 @@ class Verification:
         if not references:
             self.references_agree(scored)
             return
+        # Each test set's scores in as many parts as workers: a part extracts its references'
+        # n-grams once.
         workers = min(len(scored), os.cpu_count() or 1) or 1
+        by_testset = {t: [path for path, (_, s) in scored.items() if s == t] for t in self.testsets}
+        parts = [(t, paths[i::workers]) for t, paths in by_testset.items() for i in range(workers)]
+        parts = [(t, part) for t, part in parts if part]
         with ProcessPoolExecutor(workers) as pool:
-            futures = {
-                path: pool.submit(_rescored, text, references[testset])
-                for path, (text, testset) in scored.items()
-            }
-            for path, (_, testset) in scored.items():
-                again, recorded = futures[path].result(), read_json(path)
-                self.chain.check(
-                    path, [], lambda r=recorded, a=again, t=testset: self.rescored(r, a, references[t])
-                )
+            texts = [[scored[path][0] for path in part] for _, part in parts]
+            rescored = pool.map(_rescored, texts, [references[t] for t, _ in parts])
+            again = {path: a for (_, part), found in zip(parts, rescored) for path, a in zip(part, found)}
+        for path, (_, testset) in scored.items():
+            recorded = read_json(path)
+            self.chain.check(
+                path, [], lambda r=recorded, a=again[path], t=testset: self.rescored(r, a, references[t])
+            )
 
     def score(self, path: str, model: str, seed: int, testset: str) -> str | None:
         score = read_json(path)
