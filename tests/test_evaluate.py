@@ -285,6 +285,7 @@ def test_identical_runs_are_equivalent_within_the_margin_and_one_run_decides_not
     runs = runs_of(tmp_path, a=[HYPS, HYPS], b=[HYPS, HYPS])
     (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]
     assert row["chrf_delta"] == 0 and row["chrf_p_holm"] == 1
+    assert row["chrf_boot_p"] == row["bleu_boot_p"] == 1  # every draw is 0: no p-value above 1
     assert row["chrf_verdict"] == "equivalent (within 0.5)"
     runs = runs_of(tmp_path, a=[HYPS], b=[GOOD])
     (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]

@@ -445,3 +445,89 @@ def test_every_option_of_every_command_says_what_it_takes():
         return found
 
     assert silent("mixnmt", parser()) == []
+
+
+def refused(capsys, argv: list, message: str) -> None:
+    """`mixnmt ARGV` stops at its command line (status 2) with `message`, before reading anything."""
+    with pytest.raises(SystemExit) as stopped:
+        main([str(a) for a in argv])
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def contrasts_argv(w: dict[str, Path], resamples: object, *runs: str) -> list:
+    return ["contrasts", "--testset", "t", "--references", w["good"] / "test_a.de", "--pairs", "a:b",
+            "--resamples", resamples, "--margin", 1, "--output", w["out"] / "c.json", *runs]  # fmt: skip
+
+
+def with_option(argv: list, option: str, value: str) -> list:
+    return [str(a) for a in argv[: argv.index(option) + 1]] + [value] + argv[argv.index(option) + 2 :]
+
+
+@pytest.mark.parametrize(
+    "argv, option, value, expected",
+    [  # before, these ran: sacreBLEU took 0 for its default of 1000 resamples; the contrasts
+        # ended in an IndexError from an empty bootstrap; the lengths gave a -1.0 interval; the
+        # download fetched nothing and exited 0
+        (lambda w: COMMANDS["significance"][0](w, w["good"] / "test_a.de"), "--resamples", "0", "a positive"),
+        (lambda w: contrasts_argv(w, 10, f"a/seed1={w['good'] / 'test_a.de'}"), "--resamples", "0",
+         "a positive"),
+        (lambda w: COMMANDS["lengths"][0](w, w["good"] / "test_a.de"), "--resamples", "0", "a positive"),
+        (lambda w: ["download", "--sha256", "0" * 64, "--size", 10, "--retries", 4, w["good"],
+                    w["out"] / "test_a.de"], "--retries", "-1", "a non-negative"),
+    ],
+)  # fmt: skip
+def test_a_count_out_of_range_is_refused_at_the_command_line(argv, option, value, expected, world, capsys):
+    """Counts are checked as the config's schema checks them (a positive count of resamples,
+    a non-negative one of retries), whoever calls the command."""
+    refused(
+        capsys, with_option(argv(world), option, value), f"argument {option}: '{value}': expected {expected}"
+    )
+    assert not list(world["out"].iterdir())
+
+
+def test_no_integer_option_takes_what_the_config_schema_refuses():
+    """Every integer argument of every command is a count (>= 1) or an index (>= 0), never
+    a bare `int`, which takes -3 and hands it on. Checked elsewhere: a setting's option
+    (`--beam`), by the config's schema once merged; the indices of the sentences shown, by
+    the package against the test set, naming analysis.sentences."""
+    import argparse
+
+    from mixnmt.cli import parser
+    from mixnmt.config import SETTINGS
+    from mixnmt.schema import settings_schema
+
+    settings = {
+        name for cls, exclude in SETTINGS.values() for name in settings_schema(cls, exclude)["properties"]
+    }
+
+    def bare(p: argparse.ArgumentParser) -> list[str]:
+        found = []
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [x for sub in action.choices.values() for x in bare(sub)]
+            elif action.type is int and action.dest not in settings | {"shown", "sentences"}:
+                found.append(f"{p.prog} {'/'.join(action.option_strings) or action.dest}")
+        return found
+
+    assert bare(parser()) == []
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (lambda w, a, b: COMMANDS["significance"][0](w, a)[:-2] + [f"a={a}", f"b={a}", f"b={b}"],
+         "MODEL=PATH: b"),
+        (lambda w, a, b: COMMANDS["lengths"][0](w, a)[:-1] + [f"a={a}", f"a={b}"], "MODEL=PATH: a"),
+        (lambda w, a, b: contrasts_argv(w, 10, f"a/seed1={a}", f"b/seed1={a}", f"a/seed1={b}"),
+         "MODEL/seedN=PATH: a/seed1"),
+        (lambda w, a, b: ["table", "curves", "--metrics", f"m={a}", f"m={b}", "--output", w["out"] / "c.tsv"],
+         "--metrics: m"),
+    ],
+)  # fmt: skip
+def test_a_name_given_two_files_is_refused(argv, named, world, capsys):
+    """MODEL=PATH lists: a model named twice would keep one of its files and silently
+    drop the other."""
+    a, b = world["good"] / "test_a.de", world["good"] / "metrics.tsv"
+    refused(capsys, argv(world, a, b), f"argument {named} given twice ({a}, {b})")
+    assert not list(world["out"].iterdir())

@@ -19,6 +19,44 @@ if TYPE_CHECKING:
     from mixnmt.config import DecodeConfig
 
 
+def _count(text: str) -> int:
+    """A positive integer argument."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
+    return int(text)
+
+
+def _index(text: str) -> int:
+    """A non-negative integer argument: a seed, a number of retries."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a non-negative integer")
+    return int(text)
+
+
+class _Named(argparse.Action):
+    """NAME=PATH arguments (parsed by `type`) as {NAME: PATH}, in the order given; a name
+    given twice is refused, since one of its files would be silently dropped."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: list[tuple[str | tuple[str, int], Path]],
+        option_string: str | None = None,
+    ) -> None:
+        named: dict = {}
+        for name, path in values:
+            if name in named:
+                label = (
+                    f"{name[0]}/seed{name[1]}" if isinstance(name, tuple) else name
+                )  # a run: (model, seed)
+                parser.error(
+                    f"argument {option_string or self.metavar}: {label} given twice ({named[name]}, {path})"
+                )
+            named[name] = path
+        setattr(namespace, self.dest, named)
+
+
 def _json(text: str) -> dict:
     try:
         value = json.loads(text)
@@ -35,6 +73,9 @@ def _named_path(value: str) -> tuple[str, Path]:
     if not sep or not name or not path:
         raise argparse.ArgumentTypeError(f"{value!r}: expected MODEL=PATH")
     return name, Path(path)
+
+
+MODEL_PATHS = {"type": _named_path, "action": _Named, "metavar": "MODEL=PATH"}  # {MODEL: PATH}
 
 
 def _run_path(value: str) -> tuple[tuple[str, int], Path]:
@@ -88,9 +129,7 @@ def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
         if spec.single:
             s.add_argument(f"--{kind}", type=Path, required=True, help=spec.help)
         elif spec.per_model:
-            s.add_argument(
-                f"--{kind}", type=_named_path, nargs="+", required=True, metavar="MODEL=PATH", help=spec.help
-            )
+            s.add_argument(f"--{kind}", nargs="+", required=True, help=spec.help, **MODEL_PATHS)
         else:
             s.add_argument(f"--{kind}", type=Path, nargs="+", required=True, help=spec.help)
 
@@ -143,17 +182,15 @@ def _add_trained_model(s: argparse.ArgumentParser, name_required: bool) -> None:
 
 
 def _add_resamples(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--resamples", type=int, required=True, help="bootstrap resamples (analysis.bootstrap)")
+    s.add_argument("--resamples", type=_count, required=True, help="bootstrap resamples (analysis.bootstrap)")
 
 
 def _add_bootstrap(s: argparse.ArgumentParser) -> None:
     """The arguments a paired bootstrap over one seed's systems shares."""
     _add_resamples(s)
-    s.add_argument("--seed", type=int, required=True, help="the training seed of the systems")
+    s.add_argument("--seed", type=_index, required=True, help="the training seed of the systems")
     s.add_argument("--output", type=Output, required=True, help="JSON")
-    s.add_argument(
-        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
-    )
+    s.add_argument("systems", nargs="+", help="translations of each system", **MODEL_PATHS)
 
 
 def config_arguments(s: argparse.ArgumentParser) -> None:
@@ -193,8 +230,8 @@ def download_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("base", help="base address: http(s):// or file:// URL, or a local folder")
     s.add_argument("output", type=Output, help="destination; its name is the file fetched from BASE")
     s.add_argument("--sha256", required=True, help="expected sha256 of the file")
-    s.add_argument("--size", type=int, required=True, help="expected size in bytes: never more is written")
-    s.add_argument("--retries", type=int, default=4, help="retries after transient failures")
+    s.add_argument("--size", type=_count, required=True, help="expected size in bytes: never more is written")
+    s.add_argument("--retries", type=_index, default=4, help="retries after transient failures")
 
 
 def cmd_download(a: argparse.Namespace) -> None:
@@ -209,10 +246,14 @@ def prepare_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("src_out", type=Output, help="where the prepared source goes")
     s.add_argument("tgt_out", type=Output, help="where the prepared target goes")
     s.add_argument(
-        "--max-words", type=int, help="drop empty pairs and pairs longer than this (training data)"
+        "--max-words", type=_count, help="drop empty pairs and pairs longer than this (training data)"
     )
     s.add_argument(
-        "--shown", type=int, nargs="+", default=[], help="indices the analysis shows (each a non-empty line)"
+        "--shown",
+        type=int,
+        nargs="+",
+        default=[],
+        help="indices the analysis shows (each a non-empty line)",
     )
 
 
@@ -226,7 +267,7 @@ def spm_train_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--input", type=Path, nargs="+", required=True, help="training text file(s)")
     s.add_argument("--model", type=Output, required=True, help="output .model file")
     s.add_argument(
-        "--vocab-size", type=int, required=True, help="pieces in the vocabulary, the special ids included"
+        "--vocab-size", type=_count, required=True, help="pieces in the vocabulary, the special ids included"
     )
     s.add_argument(
         "--model-type",
@@ -240,7 +281,7 @@ def spm_train_arguments(s: argparse.ArgumentParser) -> None:
         required=True,
         help="share of characters covered by the vocabulary, the rest <unk> (spm.character_coverage)",
     )
-    s.add_argument("--seed", type=int, required=True, help="SentencePiece's random seed (spm.seed)")
+    s.add_argument("--seed", type=_index, required=True, help="SentencePiece's random seed (spm.seed)")
 
 
 def cmd_spm_train(a: argparse.Namespace) -> None:
@@ -277,7 +318,7 @@ def _input_paths(a: argparse.Namespace, kind: str) -> list[Path]:
     from mixnmt.inputs import INPUTS
 
     value, spec = getattr(a, kind), INPUTS[kind]
-    return [value] if spec.single else [path for _, path in value] if spec.per_model else value
+    return [value] if spec.single else list(value.values()) if spec.per_model else value
 
 
 def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
@@ -288,7 +329,7 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
 
     refuse_foreign([p for kind in kinds if INPUTS[kind].runs for p in _input_paths(a, kind)], a.runs)
     values = {kind: getattr(a, kind) for kind in kinds}
-    return {kind: INPUTS[kind].load(dict(v) if INPUTS[kind].per_model else v) for kind, v in values.items()}
+    return {kind: INPUTS[kind].load(v) for kind, v in values.items()}
 
 
 def train_arguments(s: argparse.ArgumentParser) -> None:
@@ -337,13 +378,6 @@ def _loaded(a: argparse.Namespace) -> Inference:
             f"--spm: given {len(a.spm)} times; give one joint model, or the source's and the target's"
         )
     return load_for_inference(a.checkpoint, (a.spm[0], a.spm[-1]), a.model, a.entry)
-
-
-def _count(text: str) -> int:
-    """A positive integer argument."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
-    return int(text)
 
 
 def translate_arguments(s: argparse.ArgumentParser) -> None:
@@ -442,7 +476,7 @@ def cmd_decoding(a: argparse.Namespace) -> None:
 def score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", required=True, help="the model's name in the config")
     s.add_argument("--testset", required=True, help="the test set's name in the config")
-    s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
+    s.add_argument("--seed", type=_index, required=True, help="the training seed of the model")
     s.add_argument("hypotheses", type=Path, help="the translation, one sentence a line")
     s.add_argument("references", type=Path, help="the reference translation, line-aligned")
     s.add_argument("output", type=Output, help="where the scores go (JSON)")
@@ -498,7 +532,7 @@ def significance_arguments(s: argparse.ArgumentParser) -> None:
 def cmd_significance(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import significance
 
-    significance(a.references, dict(a.systems), a.baseline, a.resamples, a.testset, a.seed, a.output, a.runs)
+    significance(a.references, a.systems, a.baseline, a.resamples, a.testset, a.seed, a.output, a.runs)
 
 
 def contrasts_arguments(s: argparse.ArgumentParser) -> None:
@@ -521,6 +555,7 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "translations",
         type=_run_path,
+        action=_Named,
         nargs="*",
         metavar="MODEL/seedN=PATH",
         help="every contrasted run's translation",
@@ -531,7 +566,7 @@ def cmd_contrasts(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import contrasts
 
     runs: dict[str, dict[int, Path]] = {}
-    for (model, seed), path in a.translations:
+    for (model, seed), path in a.translations.items():
         runs.setdefault(model, {})[seed] = path
     contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output, a.primary, a.runs)
 
@@ -540,28 +575,26 @@ def lengths_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--sources", type=Path, required=True, help="source text")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
-    s.add_argument("--edges", type=int, nargs="+", required=True, help="bucket edges in words")
+    s.add_argument("--edges", type=_count, nargs="+", required=True, help="bucket edges in words")
     _add_resamples(s)
     s.add_argument("--output", type=Output, required=True, help="TSV")
     _add_runs(s)
-    s.add_argument(
-        "systems", type=_named_path, nargs="+", metavar="MODEL=PATH", help="translations of each system"
-    )
+    s.add_argument("systems", nargs="+", help="translations of each system", **MODEL_PATHS)
 
 
 def cmd_lengths(a: argparse.Namespace) -> None:
     from mixnmt.evaluate import bleu_by_length
 
-    bleu_by_length(
-        a.sources, a.references, dict(a.systems), a.edges, a.resamples, a.testset, a.output, a.runs
-    )
+    bleu_by_length(a.sources, a.references, a.systems, a.edges, a.resamples, a.testset, a.output, a.runs)
 
 
 def reliance_arguments(s: argparse.ArgumentParser) -> None:
     _add_trained_model(s, name_required=True)
     s.add_argument("--valid", type=Path, nargs=2, required=True, metavar=("SRC", "TGT"), help="id files")
-    s.add_argument("--seed", type=int, required=True, help="the training seed of the model")
-    s.add_argument("--max-tokens", type=int, required=True, help="padded tokens per batch (train.max_tokens)")
+    s.add_argument("--seed", type=_index, required=True, help="the training seed of the model")
+    s.add_argument(
+        "--max-tokens", type=_count, required=True, help="padded tokens per batch (train.max_tokens)"
+    )
     s.add_argument(
         "--use", type=Output, help="also write here (TSV) the loss with each candidate group knocked out"
     )
@@ -578,7 +611,7 @@ def speed_arguments(s: argparse.ArgumentParser) -> None:
     _settings_help(s, "decode")
     _add_trained_model(s, name_required=True)
     s.add_argument("--config", type=_json, help="JSON: the decoding settings (default: the checkpoint's)")
-    s.add_argument("--sentences", type=int, help="time the first N sentences only (default: all)")
+    s.add_argument("--sentences", type=_count, help="time the first N sentences only (default: all)")
     s.add_argument("input", type=Path, help="source ids")
     s.add_argument("output", type=Output, help="where the timings go (JSON)")
 
@@ -860,6 +893,8 @@ def _paths(value: object) -> list[Path]:
     """The paths in a parsed argument (a path, MODEL=PATH pairs, lists of them); not "-"."""
     if isinstance(value, Path):
         return [] if str(value) == "-" else [value]
+    if isinstance(value, dict):
+        return _paths(list(value.values()))
     if isinstance(value, list | tuple):
         return [p for item in value for p in _paths(item)]
     return []

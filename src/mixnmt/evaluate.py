@@ -198,8 +198,12 @@ def bootstrap_runs(
             [corpus_score(metric, a[i][sentences]) for i in ia]
         )
     low, high = np.percentile(draws, [2.5, 97.5])
-    p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())
-    return {"boot_low": float(low), "boot_high": float(high), "boot_p": float(max(p, 1 / resamples))}
+    p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())  # a draw of exactly 0 counts on both sides
+    return {
+        "boot_low": float(low),
+        "boot_high": float(high),
+        "boot_p": float(min(max(p, 1 / resamples), 1.0)),
+    }
 
 
 def paired_p(a: str, hyps_a: list[str], b: str, hyps_b: list[str], refs: list[str], resamples: int) -> dict:
