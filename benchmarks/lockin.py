@@ -22,18 +22,17 @@ Numbers, not tests: the note of issue 20 reports them.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+import diagnosis
 import torch
 from torch import Tensor
 
-from mixnmt import checkpoint
+from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import ParallelData
 from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
-from mixnmt.tokenize import Tokenizer
 from mixnmt.usage import entropy
 
 
@@ -83,12 +82,11 @@ class Scores:
 @torch.no_grad()
 def diagnose(root: Path, model_name: str, max_tokens: int = 4096) -> list[dict[str, float]]:
     layout = Layout(str(root))
-    path = layout.checkpoint(model_name, 1)
-    payload = checkpoint.load(path)
-    spm = [Tokenizer(layout.spm("joint" if payload["vocab"]["shared"] else lang)) for lang in ("en", "de")]
-    model = checkpoint.load_model(path, *spm)
+    model, *spm = checkpoint.load_run(layout, model_name, 1)
     if not model.learned_components:
-        raise SystemExit(f"{path}: {model_name} has no learned components to lock onto")
+        raise MixnmtError(
+            f"{layout.checkpoint(model_name, 1)}: {model_name} has no learned components to lock onto"
+        )
     sizes = (len(spm[0]), len(spm[1]))
     data = ParallelData.load(layout.ids("valid", "en"), layout.ids("valid", "de"), sizes)
     mixes = {name: Scores(mix) for name in model.decoder.mixtures for mix in model.mixes(f"decoder_{name}")}
@@ -104,15 +102,7 @@ def diagnose(root: Path, model_name: str, max_tokens: int = 4096) -> list[dict[s
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("experiment", type=Path, help="results/<experiment>, with checkpoints, spm and ids")
-    parser.add_argument("models", nargs="+")
-    args = parser.parse_args(argv)
-    rows = [row for name in args.models for row in diagnose(args.experiment, name)]
-    columns = list(rows[0])
-    print("\t".join(columns))
-    for row in rows:
-        print("\t".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+    diagnosis.main(__doc__, diagnose, "checkpoints, spm and ids", argv)
 
 
 if __name__ == "__main__":

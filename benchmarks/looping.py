@@ -23,19 +23,18 @@ Numbers, not tests: the note of issue 34 reports them.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+import diagnosis
 import torch
 
-from mixnmt import checkpoint
+from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import ParallelData, read_ids
 from mixnmt.config import load
 from mixnmt.evaluate import loops
 from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
-from mixnmt.tokenize import Tokenizer
 
 
 def reads(weights: dict[str, torch.Tensor], sources: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -53,13 +52,12 @@ def reads(weights: dict[str, torch.Tensor], sources: int) -> tuple[torch.Tensor,
 @torch.no_grad()
 def diagnose(root: Path, name: str, max_tokens: int = 2048) -> list[dict]:
     layout = Layout(str(root))
-    path = layout.checkpoint(name, 1)
-    payload = checkpoint.load(path)
-    spm = [Tokenizer(layout.spm("joint" if payload["vocab"]["shared"] else lang)) for lang in ("en", "de")]
-    model = checkpoint.load_model(path, *spm).eval()
+    model, *spm = checkpoint.load_run(layout, name, 1)
+    model.eval()
     if "alignment" not in model.analysis_axes and getattr(model, "source", None) != "states":
-        raise SystemExit(
-            f"{path}: {name} weighs no source positions (attention, or a mixture with source: states)"
+        raise MixnmtError(
+            f"{layout.checkpoint(name, 1)}: {name} weighs no source positions "
+            "(attention, or a mixture with source: states)"
         )
     config = load()
     testset = next(iter(config["datasets"][config["dataset"]]["test"]))
@@ -102,17 +100,7 @@ def diagnose(root: Path, name: str, max_tokens: int = 2048) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "experiment", type=Path, help="results/<experiment>, with checkpoints, spm, ids, translations"
-    )
-    parser.add_argument("models", nargs="+")
-    args = parser.parse_args(argv)
-    rows = [row for name in args.models for row in diagnose(args.experiment, name)]
-    columns = list(rows[0])
-    print("\t".join(columns))
-    for row in rows:
-        print("\t".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+    diagnosis.main(__doc__, diagnose, "checkpoints, spm, ids, translations", argv)
 
 
 if __name__ == "__main__":

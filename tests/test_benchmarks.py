@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -45,3 +46,34 @@ def test_speed_times_a_gpu_on_shapes_it_has_seen(device, runs, monkeypatch):
     seen = []
     rate = speed.throughput(seen.append, batches, torch.device(device))
     assert [sum(b is batch for b in seen) for batch in batches] == runs and rate > 0
+
+
+@pytest.mark.parametrize(
+    "script, refusal",
+    [
+        ("lockin", "has no learned components to lock onto"),
+        ("looping", "weighs no source positions (attention, or a mixture with source: states)"),
+    ],
+)
+def test_a_diagnosis_names_the_run_it_cannot_read_in_one_line(
+    script, refusal, random_checkpoint, tiny_spm, capsys
+):
+    """lockin.py and looping.py read a trained study's runs: a run that is missing, or of a
+    model they cannot diagnose, is one line naming its checkpoint (they were tracebacks)."""
+    import importlib
+    import shutil
+
+    from mixnmt.paths import Layout
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    diagnosis = importlib.import_module(script)
+    study = random_checkpoint.parent / "study"
+    layout = Layout(str(study))
+    for source, target in ((random_checkpoint, layout.checkpoint("m", 1)), (tiny_spm, layout.spm("joint"))):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+    for name, line in (("m", f"m {refusal}"), ("nope", "not found")):  # m: a transformer
+        with pytest.raises(SystemExit) as stopped:
+            diagnosis.main([str(study), name])
+        error = f"{script}.py: error: {layout.checkpoint(name, 1)}: {line}\n"
+        assert stopped.value.code == 1 and capsys.readouterr().err == error

@@ -17,6 +17,7 @@ from mixnmt import MixnmtError
 from mixnmt.device import autocast_dtype, pick_device
 from mixnmt.files import atomic_path, gist, sha256sum
 from mixnmt.models import REGISTRY, Seq2Seq, build, defaults, resolve
+from mixnmt.paths import Layout
 from mixnmt.runs import ADDED, identity
 from mixnmt.tokenize import Tokenizer
 
@@ -180,6 +181,17 @@ class Inference:
     files: tuple[Path, Path, Path]  # checkpoint, source and target SentencePiece models
     run: dict[str, Any]  # the training run, as every file made from it records it (mixnmt.runs)
     dtype: torch.dtype | None  # decoding's autocast: the training's precision (`train.precision`)
+
+
+def load_run(layout: Layout, name: str, seed: int) -> tuple[Seq2Seq, Tokenizer, Tokenizer]:
+    """A trained run of an experiment's folder (`layout`), checked as `load_model` checks
+    it, with its source and target tokenizers: what the diagnoses in benchmarks/ read."""
+    path = layout.checkpoint(name, seed)
+    payload = load(path)
+    shared = payload["vocab"]["shared"]
+    names = ("joint", "joint") if shared else payload["definition"]["data"]["languages"]  # source, target
+    source, target = (Tokenizer(layout.spm(model)) for model in names)
+    return load_model(path, source, target, payload=payload), source, target
 
 
 def load_for_inference(

@@ -1,0 +1,33 @@
+"""What the diagnoses of a trained study (looping.py, lockin.py) share: their command line,
+an experiment's folder and the models to diagnose (seed 1 of each), and their output, a
+tab-separated row of numbers per model and group; bad input is one line, not a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+
+from mixnmt import MixnmtError
+
+
+def main(doc: str, diagnose: Callable[[Path, str], list[dict]], reads: str, argv: list[str] | None) -> None:
+    """Parse `argv` (an experiment's folder, which must hold `reads`, and model names), run
+    `diagnose(folder, model)` for each model and print its rows."""
+    parser = argparse.ArgumentParser(
+        Path(inspect.getfile(inspect.unwrap(diagnose))).name, description=doc.splitlines()[0]
+    )
+    parser.add_argument("experiment", type=Path, help=f"results/<experiment>, with {reads}")
+    parser.add_argument("models", nargs="+", help="the models to diagnose (seed 1 of each)")
+    args = parser.parse_args(argv)
+    try:
+        rows = [row for name in args.models for row in diagnose(args.experiment, name)]
+    except MixnmtError as e:
+        parser.exit(1, f"{parser.prog}: error: {e}\n")
+    except OSError as e:  # a file of the experiment missing or unreadable
+        parser.exit(1, f"{parser.prog}: error: {e.filename}: {e.strerror}\n")
+    columns = list(rows[0])
+    print("\t".join(columns))
+    for row in rows:
+        print("\t".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in columns))
