@@ -190,7 +190,7 @@ def load_run(layout: Layout, name: str, seed: int) -> tuple[Seq2Seq, Tokenizer, 
     payload = load(path)
     shared = payload["vocab"]["shared"]
     names = ("joint", "joint") if shared else payload["definition"]["data"]["languages"]  # source, target
-    source, target = (Tokenizer(layout.spm(model)) for model in names)
+    source, target = (Tokenizer(layout.spm(spm)) for spm in names)
     return load_model(path, source, target, payload=payload), source, target
 
 
