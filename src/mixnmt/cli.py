@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from mixnmt import MixnmtError
+from mixnmt import MixnmtError, paths
 from mixnmt.files import Output, distinct
 
 if TYPE_CHECKING:
@@ -47,9 +47,7 @@ class _Named(argparse.Action):
         named: dict = {}
         for name, path in values:
             if name in named:
-                label = (
-                    f"{name[0]}/seed{name[1]}" if isinstance(name, tuple) else name
-                )  # a run: (model, seed)
+                label = paths.run(*name) if isinstance(name, tuple) else name  # a run: (model, seed)
                 parser.error(
                     f"argument {option_string or self.metavar}: {label} given twice ({named[name]}, {path})"
                 )
