@@ -157,10 +157,10 @@ def test_the_headline_is_a_flat_file_per_model_and_test_set(tmp_path, capsys):
     assert big == {"bleu": 12.17, "bleu_sd": 2.25, "chrf": 42.0, "chrf_sd": 2.65, "runs": 3}
     assert small == {"bleu": 5.0, "chrf": 30.0, "runs": 1}  # one run: no spread to show
     assert list(big) == ["bleu", "bleu_sd", "chrf", "chrf_sd", "runs"]  # DVC's column order
-    missing = tmp_path / "headline" / "big" / "t2.json"
-    assert main(["headline", str(table), "--output", str(missing)]) == 1
+    found, missing = (tmp_path / "headline" / "big" / f"{t}.json" for t in ("t1", "t2"))
+    assert main(["headline", str(table), "--output", str(found), str(missing)]) == 1
     assert f"{table}: no run of big on t2, which {missing} would report" in capsys.readouterr().err
-    assert not missing.exists()
+    assert not missing.exists() and not found.exists()  # all or nothing
 
 
 def test_significance_is_sacrebleus_paired_bootstrap(tmp_path):

@@ -451,12 +451,15 @@ def headline(scores: Path, outputs: list[Path]) -> None:
     model and test set (`<model>/<testset>.json`, as `Layout.headline` names them, so that
     DVC prints a short row for each) from the score table `scores`."""
     table = read_table(scores, ["model", "testset", *HEADLINE])
+    numbers = {}
     for path in map(Path, outputs):
-        model, testset = path.parent.name, path.stem
+        model, testset = path.absolute().parent.name, path.stem
         runs = table[(table["model"] == model) & (table["testset"] == testset)]
         if runs.empty:
             raise MixnmtError(f"{scores}: no run of {model} on {testset}, which {path} would report")
-        write_json(path, headline_numbers(runs))
+        numbers[path] = headline_numbers(runs)
+    for path, shown in numbers.items():  # none written unless every one has its runs
+        write_json(path, shown)
 
 
 def aggregate(
