@@ -14,7 +14,7 @@ from snakemake.utils import validate
 
 from conftest import CONFIG, ROOT, TINY
 from mixnmt import MixnmtError
-from mixnmt.config import check, check_strictly
+from mixnmt.config import DecodeConfig, check, check_strictly, config_section
 from mixnmt.models import defaults, hyperparameter_schemas, resolve
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -84,8 +84,8 @@ def test_config_yaml_is_valid_and_consistent():
     ],
 )
 def test_non_finite_numbers_are_refused_with_their_key(path, value):
-    """JSON Schema's bounds let NaN through; the config check names the key (the workflow
-    test shows the same line from `snakemake -n`)."""
+    """JSON Schema's bounds let NaN through; the schema checks (their number is finite) name
+    the key (the workflow test shows the same line from `snakemake -n`)."""
     config = copy.deepcopy(CONFIG)
     *parents, last = path
     node = config
@@ -94,7 +94,20 @@ def test_non_finite_numbers_are_refused_with_their_key(path, value):
     node[last] = value
     key = ".".join(map(str, path))
     with pytest.raises(MixnmtError, match=f"^{key}: expected a finite number, got {value}$"):
+        check_strictly(config, SCHEMA)  # a model's hyperparameters: in `check`, by their own schema
         check(config)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_non_finite_numbers_are_refused_in_a_section_or_entry_checked_alone(value):
+    """What the commands check without a whole config (`mixnmt translate --length-penalty`,
+    `mixnmt train --config` and `--entry`) has the same finite numbers."""
+    decode = CONFIG["decode"] | {"length_penalty": value}
+    with pytest.raises(MixnmtError, match=f"^decode.length_penalty: expected a finite number, got {value}$"):
+        config_section(DecodeConfig, "decode", decode)
+    name = next(iter(CONFIG["models"]))
+    with pytest.raises(MixnmtError, match=f"^models.{name}.dropout: expected a finite number, got {value}$"):
+        resolve(name, CONFIG["models"][name] | {"dropout": value})
 
 
 @pytest.mark.parametrize("overlay", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.stem)

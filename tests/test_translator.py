@@ -277,6 +277,10 @@ def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, mon
         "beside the checkpoint, and no config.yaml in the working directory; give --configfile, --config, "
         "or every setting (missing: --length-penalty --max-len-a --max-len-b --batch-size)"
     )
+    missing = tmp_path / "missing" / "seed1.pt"  # the checkpoint is the fault, not its settings
+    assert translate_cli(missing, tiny_spm, "in.txt", "out.txt", "--beam", "3") == 1
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said == f"mixnmt translate: error: {missing}: not found"
     settings = {"beam": 3, "length_penalty": 0.5, "max_len_a": 1.0, "max_len_b": 4, "batch_size": 2}
     options = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
     assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", *options) == 0
@@ -286,6 +290,25 @@ def test_settings_without_config_yaml(random_checkpoint, tiny_spm, tmp_path, mon
     assert decode_settings(ROOT / "config.yaml") == decode_config()
     configfile = ["--configfile", str(ROOT / "config.yaml"), "--beam", "3"]
     assert translate_cli(random_checkpoint, tiny_spm, "in.txt", "out.txt", *configfile) == 0
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--length-penalty", "nan"],
+        ["--max-len-a", "nan"],
+        ["--config", '{"beam": 2, "length_penalty": NaN, "max_len_a": 1, "max_len_b": 5, "batch_size": 2}'],
+    ],
+)
+def test_a_setting_that_is_not_a_number_is_refused(option, random_checkpoint, tiny_spm, tmp_path, capsys):
+    """NaN passed every bound: `--length-penalty nan` ranked beams by NaN and printed empty
+    translations at status 0. Now the setting is named, and nothing is written."""
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
+    out = tmp_path / "out.txt"
+    assert translate_cli(random_checkpoint, tiny_spm, str(tmp_path / "in.txt"), str(out), *option) == 1
+    setting = "length_penalty" if "length" in " ".join(option) else "max_len_a"
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said.endswith(f"decode.{setting}: expected a finite number, got nan") and not out.exists()
 
 
 def test_a_checkpoint_carries_its_experiments_decoding_settings(

@@ -9,10 +9,8 @@ import dataclasses
 import functools
 import hashlib
 import json
-import math
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -25,7 +23,7 @@ from mixnmt import MixnmtError
 from mixnmt.machine import auto_precision, cpu_native_bf16, cuda_available
 from mixnmt.paths import run
 from mixnmt.runs import data_definition, definition, fingerprint
-from mixnmt.schema import Probability, Validator, settings_schema
+from mixnmt.schema import Probability, Validator, schema_error, settings_schema
 
 T = TypeVar("T")
 
@@ -211,15 +209,6 @@ def prepare_arguments(config: dict[str, Any], split: str) -> list[str]:
     return ["--max-words", str(config["prepare"]["max_words"])]
 
 
-def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
-    """Every scalar of a loaded config, with its dotted key ("train.lr", "seeds.0")."""
-    if not isinstance(value, dict | list):
-        yield key, value
-        return
-    for k, v in value.items() if isinstance(value, dict) else enumerate(value):
-        yield from leaves(v, f"{key}.{k}" if key else str(k))
-
-
 def depth(value: Any) -> int:
     """How deep mappings and lists nest in `value` (a scalar: 0), counted without recursion."""
     deepest, stack = 0, [(value, 0)]
@@ -333,9 +322,6 @@ def check_strictly(config: dict[str, Any], path: str | Path = SCHEMA) -> None:
 
 def check(config: dict[str, Any]) -> None:
     """Raise MixnmtError, naming the key, on the first inconsistency of a schema-valid config."""
-    for key, value in leaves(config):  # JSON Schema's bounds let NaN through
-        if isinstance(value, float) and not math.isfinite(value):
-            raise MixnmtError(f"{key}: expected a finite number, got {value}")
     if config["dataset"] not in config["datasets"]:
         raise MixnmtError(
             f"dataset: {config['dataset']!r} is not one of datasets: {', '.join(config['datasets'])}"
@@ -434,17 +420,6 @@ def primary(config: dict[str, Any]) -> tuple[str, str]:
     return chosen["metric"], chosen["testset"] or next(iter(config["datasets"][config["dataset"]]["test"]))
 
 
-def schema_error(error: Any) -> str:
-    """One line for a jsonschema ValidationError of the config: the key, then what is wrong."""
-    message = error.message
-    if error.validator == "pattern" and "description" in error.schema:  # say it in words
-        message = f"{error.instance!r} is not {error.schema['description']}"
-    if len(message) > 200:  # a long value's repr
-        message = message[:197] + "..."
-    key = ".".join(map(str, error.absolute_path))
-    return f"{key}: {message}" if key else message
-
-
 def cpu_notice(
     config: dict[str, Any], cores: int, runs: int | None = None, emulated: bool = False
 ) -> str | None:
@@ -490,5 +465,5 @@ def config_section(cls: type[T], name: str, values: dict[str, Any]) -> T:
             raise MixnmtError(f"{name}.{key}: missing setting")
     error = jsonschema.exceptions.best_match(Validator(settings_schema(cls)).iter_errors(values))
     if error is not None:
-        raise MixnmtError(f"{name}.{schema_error(error)}")
+        raise MixnmtError(schema_error(error, name))
     return cls(**values)

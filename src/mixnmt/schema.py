@@ -5,6 +5,7 @@ keywords (bounds, a `description`), and its schema is derived from that declarat
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Annotated, Any
@@ -15,12 +16,34 @@ JSON_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
 Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {
+            "integer": lambda _, value: isinstance(value, int) and not isinstance(value, bool),
+            "number": lambda _, value: (
+                isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            ),
+        }
     ),
 )
 """JSON Schema 2020-12, except that an integer is an int: 32.0 is not one (the standard
-counts it as one, and the code it configures would get a float)."""
+counts it as one, and the code it configures would get a float); and a number is finite:
+YAML's .nan and .inf and JSON's NaN parse as floats, and NaN passes every bound."""
+
+
+def schema_error(error: jsonschema.ValidationError, within: str = "") -> str:
+    """One line for a jsonschema ValidationError of a config (or of its part `within`, a
+    dotted key): the key at fault, then what is wrong."""
+    message = error.message
+    if error.validator == "pattern" and "description" in error.schema:  # say it in words
+        message = f"{error.instance!r} is not {error.schema['description']}"
+    number = "number" in (error.validator_value if error.validator == "type" else ())
+    if number and isinstance(error.instance, float) and not math.isfinite(error.instance):
+        message = f"expected a finite number, got {error.instance}"
+    if len(message) > 200:  # a long value's repr
+        message = message[:197] + "..."
+    key = ".".join(map(str, [*([within] if within else []), *error.absolute_path]))
+    return f"{key}: {message}" if key else message
+
 
 SIZE_LIMIT = 1 << 16
 """The largest width, count or depth a hyperparameter may have: a sanity bound."""

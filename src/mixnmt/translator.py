@@ -63,7 +63,10 @@ def decode_settings(*overlays: str | Path) -> DecodeConfig:
 def carried_settings(checkpoint: str | Path, remedy: str = "give decode_settings(...)") -> DecodeConfig:
     """The decoding settings that travel with `checkpoint`: the workflow's decode.json
     beside it (`paths.decoding_of`); without one, config.yaml's in the working directory;
-    without either, an error that ends with `remedy`."""
+    without either, an error that ends with `remedy`. A missing checkpoint is named as such,
+    not as a checkpoint without settings."""
+    if not Path(checkpoint).is_file():
+        raise MixnmtError(f"{checkpoint}: not found")
     path = decoding_of(Path(checkpoint))
     if path.is_file():
         return config_section(DecodeConfig, f"{path}: decode", read_json(path))

@@ -8,7 +8,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import MAX_NODES, check, check_strictly, nodes, read, schema_error
+from mixnmt.config import MAX_NODES, check, check_strictly, nodes, read
+from mixnmt.schema import schema_error
 
 # Snakemake merges the overlays (--configfile) and single keys (--config) onto config.yaml
 # at `configfile:`; YAML aliases that expand to billions of values would hang that merge,

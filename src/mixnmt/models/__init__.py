@@ -23,7 +23,7 @@ from mixnmt.models.mixture import Mixture
 from mixnmt.models.mixture2 import Mixture2
 from mixnmt.models.rnn import RNN
 from mixnmt.models.transformer import Transformer
-from mixnmt.schema import Validator, property_schema
+from mixnmt.schema import Validator, property_schema, schema_error
 
 REGISTRY: dict[str, type[Seq2Seq]] = {
     "rnn": RNN,
@@ -101,11 +101,10 @@ def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
     entry = {"arch": architecture(name, entry), **(entry or {})}
     error = jsonschema.exceptions.best_match(Validator(entry_schema()).iter_errors(entry))
     if error is not None:
-        where = ".".join(map(str, [f"models.{name}", *error.absolute_path]))
+        message = schema_error(error, f"models.{name}")
         if error.validator == "additionalProperties":
-            allowed = ", ".join(["arch", *hyperparameters(entry["arch"])])
-            raise MixnmtError(f"{where}: {error.message} (expected one of {allowed})")
-        raise MixnmtError(f"{where}: {error.message}")
+            message += f" (expected one of {', '.join(['arch', *hyperparameters(entry['arch'])])})"
+        raise MixnmtError(message)
     arch = entry.pop("arch")
     return arch, defaults(arch) | entry
 
