@@ -475,27 +475,32 @@ def with_option(argv: list, option: str, value: str) -> list:
         (lambda w: COMMANDS["lengths"][0](w, w["good"] / "test_a.de"), "--resamples", "0", "a positive"),
         (lambda w: ["download", "--sha256", "0" * 64, "--size", 10, "--retries", 4, w["good"],
                     w["out"] / "test_a.de"], "--retries", "-1", "a non-negative"),
+        # an infinite margin made every contrast "equivalent"; none (0, -1, nan) made none so
+        *[(lambda w: contrasts_argv(w, 10, f"a/seed1={w['good'] / 'test_a.de'}"), "--margin", margin,
+           "a positive") for margin in ("inf", "nan", "0", "-1")],
     ],
 )  # fmt: skip
 def test_a_count_out_of_range_is_refused_at_the_command_line(argv, option, value, expected, world, capsys):
-    """Counts are checked as the config's schema checks them (a positive count of resamples,
-    a non-negative one of retries), whoever calls the command."""
+    """Counts and margins are checked as the config's schema checks them (a positive count
+    of resamples, a non-negative one of retries, a positive finite margin), whoever calls
+    the command."""
     refused(
         capsys, with_option(argv(world), option, value), f"argument {option}: '{value}': expected {expected}"
     )
     assert not list(world["out"].iterdir())
 
 
-def test_no_integer_option_takes_what_the_config_schema_refuses():
+def test_no_numeric_option_takes_what_the_config_schema_refuses():
     """Every integer argument of every command is a count (>= 1) or an index (>= 0), never
-    a bare `int`, which takes -3 and hands it on. Checked elsewhere: a setting's option
-    (`--beam`), by the config's schema once merged; the indices of the sentences shown, by
-    the package against the test set, naming analysis.sentences."""
+    a bare `int`, which takes -3 and hands it on; no number is a bare `float`, which takes
+    nan and inf. Checked elsewhere: a setting's option (`--beam`), by the config's schema
+    once merged; the indices of the sentences shown, by the package against the test set,
+    naming analysis.sentences; the character coverage, by SentencePiece, naming its bounds."""
     import argparse
 
     from mixnmt.cli import parser
 
-    shown = {"mixnmt prepare --shown", "mixnmt analyse --sentences"}
+    shown = {"mixnmt prepare --shown", "mixnmt analyse --sentences", "mixnmt spm-train --character-coverage"}
 
     def bare(p: argparse.ArgumentParser) -> list[str]:
         found = []
@@ -508,7 +513,7 @@ def test_no_integer_option_takes_what_the_config_schema_refuses():
         for action in p._actions:
             if isinstance(action, argparse._SubParsersAction):
                 found += [x for sub in action.choices.values() for x in bare(sub)]
-            elif action.type is int and action not in settings:
+            elif action.type in (int, float) and action not in settings:
                 found.append(f"{p.prog} {'/'.join(action.option_strings) or action.dest}")
         return found
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -31,6 +32,17 @@ def _index(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r}: expected a non-negative integer")
     return int(text)
+
+
+def _positive_number(text: str) -> float:
+    """A positive, finite number argument: a margin."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number")
+    return value
 
 
 class _Named(argparse.Action):
@@ -541,7 +553,10 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     )
     _add_resamples(s)
     s.add_argument(
-        "--margin", type=float, required=True, help="the equivalence margin (points of the primary metric)"
+        "--margin",
+        type=_positive_number,
+        required=True,
+        help="the equivalence margin (points of the primary metric)",
     )
     s.add_argument(
         "--primary",
