@@ -108,6 +108,9 @@ def test_non_finite_numbers_are_refused_in_a_section_or_entry_checked_alone(valu
     name = next(iter(CONFIG["models"]))
     with pytest.raises(MixnmtError, match=f"^models.{name}.dropout: expected a finite number, got {value}$"):
         resolve(name, CONFIG["models"][name] | {"dropout": value})
+    huge = 10**400  # an int too large for a float is a number, past its bound, not an OverflowError
+    with pytest.raises(MixnmtError, match="^decode.max_len_a: 1000"):
+        config_section(DecodeConfig, "decode", decode | {"max_len_a": huge})
 
 
 @pytest.mark.parametrize("overlay", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.stem)

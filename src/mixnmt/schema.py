@@ -20,7 +20,8 @@ Validator = jsonschema.validators.extend(
         {
             "integer": lambda _, value: isinstance(value, int) and not isinstance(value, bool),
             "number": lambda _, value: (
-                isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                (isinstance(value, int) and not isinstance(value, bool))
+                or (isinstance(value, float) and math.isfinite(value))
             ),
         }
     ),
