@@ -299,7 +299,7 @@ def test_welch_is_scipys_unequal_variance_t_test_with_its_interval_and_detectabl
     from mixnmt.evaluate import POWER, welch
 
     a, b = [24.28, 23.34, 24.13, 23.9, 24.6], [21.69, 22.95, 23.04]
-    level = welch(a, b)
+    level = welch(a, b, 1.0)
     expected = stats.ttest_ind(b, a, equal_var=False)
     se = (stats.tstd(a) ** 2 / 5 + stats.tstd(b) ** 2 / 3) ** 0.5
     assert level["p"] == pytest.approx(expected.pvalue)
@@ -311,12 +311,20 @@ def test_welch_is_scipys_unequal_variance_t_test_with_its_interval_and_detectabl
     rng = np.random.default_rng(0)
     sd_a, sd_b = np.std(a, ddof=1), np.std(b, ddof=1)
     draws = [
-        welch(list(rng.normal(0, sd_a, 5)), list(rng.normal(level["mde"], sd_b, 3)))["p"] < 0.05
+        welch(list(rng.normal(0, sd_a, 5)), list(rng.normal(level["mde"], sd_b, 3)), 1.0)["p"] < 0.05
         for _ in range(2000)
     ]
     assert np.mean(draws) == pytest.approx(POWER, abs=0.1)  # a t approximation, not exact
     # more runs detect less
-    assert welch(a * 4, b * 6)["mde"] < level["mde"] / 2
+    assert welch(a * 4, b * 6, 1.0)["mde"] < level["mde"] / 2
+    # equivalence within +-margin: the larger p of the two one-sided Welch tests (TOST),
+    # below 0.05 exactly where the 90% interval lies inside the margin
+    for margin in (0.5, 1.0, 2.0, 4.0):
+        level = welch(a, b, margin)
+        above = stats.ttest_ind([x + margin for x in b], a, equal_var=False, alternative="greater").pvalue
+        below = stats.ttest_ind([x - margin for x in b], a, equal_var=False, alternative="less").pvalue
+        assert level["tost_p"] == pytest.approx(max(above, below))
+        assert (level["tost_p"] < 0.05) == (-margin < level["low90"] and level["high90"] < margin)
 
 
 def test_the_published_k64_against_k0_contrast_is_not_declared_a_difference():
@@ -327,7 +335,7 @@ def test_the_published_k64_against_k0_contrast_is_not_declared_a_difference():
 
     k0, k64 = [24.28, 23.34, 24.13], [21.69, 22.95, 23.04]
     assert all(b < a for a, b in zip(k0, k64))
-    level = welch(k0, k64)
+    level = welch(k0, k64, 1.0)
     assert level["delta"] == pytest.approx(-1.357, abs=0.001) and level["p"] > 0.05
     assert level["low"] < 0 < level["high"] and level["mde"] > abs(level["delta"])
 
@@ -352,21 +360,51 @@ def null_runs(rng: np.random.Generator, runs: int, sentences: np.ndarray) -> np.
 def test_the_primary_test_keeps_its_false_positive_rate_under_the_null(seeds):
     """Calibration: two groups of runs from one distribution, simulated sentence by
     sentence and scored as corpus chrF; Welch's t declares a difference at alpha 0.05 in
-    at most 5% of 2000 such experiments (within two standard errors of simulation)."""
+    at most 5% of 2000 such experiments (within two standard errors of simulation). The
+    same runs with one group moved by the margin (the edge of equivalence's null) are
+    declared equivalent by the two one-sided tests in at most 5% too."""
     from sacrebleu.metrics import CHRF
 
     from mixnmt.evaluate import corpus_score, welch
 
-    rng, metric, experiments = np.random.default_rng(seeds), CHRF(), 2000
+    rng, metric, experiments, margin = np.random.default_rng(seeds), CHRF(), 2000, 1.0
     sentences = (rng.integers(20, 120, 200), rng.normal(0, 1, 200))  # one test set
-    rejected = 0
+    rejected = {"difference": 0, "equivalence": 0}
     for _ in range(experiments):
         stats = null_runs(rng, 2 * seeds, sentences)
         scores = [corpus_score(metric, run) for run in stats]
-        rejected += welch(scores[:seeds], scores[seeds:])["p"] < 0.05
+        rejected["difference"] += welch(scores[:seeds], scores[seeds:], margin)["p"] < 0.05
+        moved = [score + margin for score in scores[seeds:]]
+        rejected["equivalence"] += welch(scores[:seeds], moved, margin)["tost_p"] < 0.05
     spread = np.std([corpus_score(metric, run) for run in null_runs(rng, 50, sentences)])
     assert 0.2 < spread < 2  # runs differ as much as real seeds do (chrF sd 0.4-2.8)
-    assert rejected / experiments <= 0.05 + 2 * (0.05 * 0.95 / experiments) ** 0.5
+    for count in rejected.values():
+        assert count / experiments <= 0.05 + 2 * (0.05 * 0.95 / experiments) ** 0.5
+
+
+def test_an_equivalence_is_held_to_holms_family_wise_rate_as_a_difference_is():
+    """Part two of the CPU study, recomputed from its committed translations (chrF,
+    test_2016_flickr, three contrasts): attention-current against attention has the two
+    one-sided tests' p 0.0281, under 0.05 alone and 0.0843 once Holm-adjusted over the
+    three contrasts, as the differences are: undecided, where the rule before (the 90%
+    interval inside the margin, uncorrected) published "equivalent". The difference of the
+    first stays a difference."""
+    from mixnmt.evaluate import judge
+
+    def contrast(delta: float, p: float | None, tost_p: float | None) -> dict:
+        return {"chrf_delta": delta, "chrf_p": p, "chrf_tost_p": tost_p}
+
+    rows = [contrast(-2.1, 0.0137, 0.9392), contrast(0.02, 0.969, 0.0281), contrast(1.0, 0.3721, 0.4983)]
+    judge(rows, "chrf", 1.0)
+    assert [row["chrf_verdict"] for row in rows] == ["A better", "undecided", "undecided"]
+    assert [row["chrf_p_holm"] for row in rows] == [0.0411, 0.969, 0.7442]
+    assert [row["chrf_tost_p_holm"] for row in rows] == [0.9966, 0.0843, 0.9966]
+    alone = [contrast(0.02, 0.969, 0.0281)]  # the one contrast of its family: equivalent
+    judge(alone, "chrf", 1.0)
+    assert alone[0]["chrf_verdict"] == "equivalent (within 1)"
+    one_run = [contrast(0.5, None, None)]  # a model with one run: p counts as 1
+    judge(one_run, "chrf", 1.0)
+    assert one_run[0]["chrf_verdict"] == "undecided" and one_run[0]["chrf_tost_p_holm"] == 1.0
 
 
 def test_holm_adjusts_p_values_step_down():

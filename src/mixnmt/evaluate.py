@@ -150,21 +150,33 @@ def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
     return metric._compute_score_from_stats(list(stats.sum(0))).score
 
 
-def welch(a: list[float], b: list[float]) -> dict[str, float]:
+def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
     """B minus A with the training run as the unit: the difference of the mean corpus
     scores over each model's runs (unpaired: seed i of A has nothing to do with seed i of
-    B), Welch's t test of it (two-sided p; 95% and 90% intervals) and the minimum
-    detectable effect (two-sided ALPHA, POWER) at these runs' spread. Assumes the runs'
-    scores are normal within each model, variances may differ. NaN where a model has one run."""
+    B), Welch's t test of it (two-sided p; 95% and 90% intervals), the p of the two
+    one-sided tests that it lies within +-`margin` (`tost_p`: below ALPHA exactly where the
+    90% interval lies inside the margin), and the minimum detectable effect (two-sided
+    ALPHA, POWER) at these runs' spread. Assumes the runs' scores are normal within each
+    model, variances may differ. NaN where a model has one run."""
     delta = float(np.mean(b) - np.mean(a))
     if min(len(a), len(b)) < 2:
         nan = math.nan
-        return dict(delta=delta, low=nan, high=nan, low90=nan, high90=nan, p=nan, df=nan, mde=nan)
+        return dict(delta=delta, low=nan, high=nan, low90=nan, high90=nan, p=nan, tost_p=nan, df=nan, mde=nan)
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
-    if se == 0:  # every run of both models scores the same
-        p = 1.0 if delta == 0 else 0.0  # no spread: the difference is exact
-        return dict(delta=delta, low=delta, high=delta, low90=delta, high90=delta, p=p, df=math.inf, mde=0.0)
+    if se == 0:  # every run of both models scores the same: the difference is exact
+        p, tost_p = (1.0 if delta == 0 else 0.0), (0.0 if abs(delta) < margin else 1.0)
+        return dict(
+            delta=delta,
+            low=delta,
+            high=delta,
+            low90=delta,
+            high90=delta,
+            p=p,
+            tost_p=tost_p,
+            df=math.inf,
+            mde=0.0,
+        )
     from scipy.stats import t as student  # here, not above: a second's import in every scoring job
 
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
@@ -177,6 +189,7 @@ def welch(a: list[float], b: list[float]) -> dict[str, float]:
         "low90": delta - half90,
         "high90": delta + half90,
         "p": float(2 * t.sf(abs(delta) / se)),
+        "tost_p": float(max(t.sf((margin + delta) / se), t.sf((margin - delta) / se))),
         "df": float(df),
         "mde": float((t.ppf(1 - ALPHA / 2) + t.ppf(POWER)) * se),
     }
@@ -225,14 +238,29 @@ def holm(p: list[float]) -> list[float]:
 
 
 def verdict(level: dict[str, float | None], margin: float) -> str:
-    """What a primary contrast supports: a difference (Holm-adjusted p below ALPHA), no
-    difference (Welch's 90% interval inside +-margin: two one-sided tests), or neither
-    (also where a model has one run)."""
+    """What a primary contrast supports: a difference (Welch's p, Holm-adjusted over the
+    contrasts, below ALPHA), no difference (the two one-sided tests' p against +-margin,
+    Holm-adjusted over the contrasts in the same way, below ALPHA), or neither (also where a
+    model has one run)."""
     if level["p_holm"] < ALPHA:
         return "B better" if level["delta"] > 0 else "A better"
-    if level["low90"] is not None and -margin < level["low90"] and level["high90"] < margin:
+    if level["tost_p_holm"] < ALPHA:
         return f"equivalent (within {margin:g})"
     return "undecided"
+
+
+def judge(rows: list[dict], metric: str, margin: float) -> None:
+    """The verdicts of the primary cells, in `metric`, of a study's contrasts (`rows`):
+    Welch's p and the two one-sided tests' p, each Holm-adjusted over the contrasts
+    (`<metric>_p_holm`, `<metric>_tost_p_holm`; a model with one run counts as p = 1), so
+    that a claimed equivalence is held to the family-wise ALPHA that a claimed difference is."""
+    for test in ("p", "tost_p"):
+        tested = [1.0 if row[f"{metric}_{test}"] is None else row[f"{metric}_{test}"] for row in rows]
+        for row, adjusted in zip(rows, holm(tested)):
+            row[f"{metric}_{test}_holm"] = round(adjusted, 4)
+    for row in rows:
+        level = {k.removeprefix(f"{metric}_"): v for k, v in row.items() if k.startswith(f"{metric}_")}
+        row[f"{metric}_verdict"] = verdict(level, margin)
 
 
 def _contrasted(
@@ -294,16 +322,13 @@ def contrasts(
         row = {"testset": testset, "a": a, "b": b, "seeds_a": len(runs[a]), "seeds_b": len(runs[b])}
         for key, metric in metrics.items():
             of_a, of_b = ([stats[name, s][key] for s in sorted(runs[name])] for name in (a, b))
-            row |= {f"{key}_{k}": v for k, v in _described(of_a, of_b, metric, resamples, rng).items()}
+            described = _described(of_a, of_b, metric, resamples, rng, margin)
+            row |= {f"{key}_{k}": v for k, v in described.items()}
             row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
-            row[f"{key}_p_holm"], row[f"{key}_verdict"] = None, "descriptive"
+            row[f"{key}_p_holm"], row[f"{key}_tost_p_holm"], row[f"{key}_verdict"] = None, None, "descriptive"
         rows.append(row)
     if primary is not None:
-        tested = [row[f"{primary}_p"] for row in rows]
-        for row, adjusted in zip(rows, holm([1.0 if p is None else p for p in tested])):
-            row[f"{primary}_p_holm"] = round(adjusted, 4)
-            level = {k.removeprefix(f"{primary}_"): v for k, v in row.items() if k.startswith(f"{primary}_")}
-            row[f"{primary}_verdict"] = verdict(level, margin)
+        judge(rows, primary, margin)
     payload = {
         "testset": testset,
         "margin": margin,
@@ -317,17 +342,22 @@ def contrasts(
 
 
 def _described(
-    a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
+    a: list[np.ndarray],
+    b: list[np.ndarray],
+    metric: BLEU | CHRF,
+    resamples: int,
+    rng: np.random.Generator,
+    margin: float,
 ) -> dict[str, float | None]:
     """Of one metric, both models' mean and sd of their runs' corpus scores, `welch`'s
-    statistics and `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`:
-    each run's sentence statistics."""
+    statistics (against the equivalence `margin`) and `bootstrap_runs`', rounded as the
+    contrast file keeps them. `a`, `b`: each run's sentence statistics."""
     scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
     row: dict[str, float | None] = {}
     for side, values in scores.items():
         row[side] = round(float(np.mean(values)), 2)
         row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
-    level = welch(scores["a"], scores["b"]) | bootstrap_runs(a, b, metric, resamples, rng)
+    level = welch(scores["a"], scores["b"], margin) | bootstrap_runs(a, b, metric, resamples, rng)
     return row | {k: _rounded(k, v) for k, v in level.items()}
 
 
