@@ -160,23 +160,14 @@ def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
     model, variances may differ. NaN where a model has one run."""
     delta = float(np.mean(b) - np.mean(a))
     if min(len(a), len(b)) < 2:
-        nan = math.nan
-        return dict(delta=delta, low=nan, high=nan, low90=nan, high90=nan, p=nan, tost_p=nan, df=nan, mde=nan)
+        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df", "mde")
+        return {"delta": delta, **dict.fromkeys(undefined, math.nan)}
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
     if se == 0:  # every run of both models scores the same: the difference is exact
         p, tost_p = (1.0 if delta == 0 else 0.0), (0.0 if abs(delta) < margin else 1.0)
-        return dict(
-            delta=delta,
-            low=delta,
-            high=delta,
-            low90=delta,
-            high90=delta,
-            p=p,
-            tost_p=tost_p,
-            df=math.inf,
-            mde=0.0,
-        )
+        exact = dict.fromkeys(("low", "high", "low90", "high90"), delta)
+        return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf, "mde": 0.0}
     from scipy.stats import t as student  # here, not above: a second's import in every scoring job
 
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
