@@ -80,6 +80,40 @@ def test_score_refuses_misaligned_files(tmp_path):
     assert not (tmp_path / "o.json").exists()
 
 
+CONTRAST = ["contrasts", "--testset", "t", "--margin", "1", "--pairs"]
+
+
+@pytest.mark.parametrize(
+    ("command", "named", "said"),
+    [
+        (["score", "--model", "m", "--seed", "2", "--testset", "t"], [], "m/seed2"),
+        (["score", "--model", "n", "--seed", "1", "--testset", "t"], [], "n/seed1"),
+        (["significance", "--testset", "t", "--baseline", "n", "--seed", "1"], ["n=", "m="], "n/seed1"),
+        (["significance", "--testset", "t", "--baseline", "m", "--seed", "2"], ["m="], "m/seed2"),
+        (["lengths", "--testset", "t", "--edges", "5"], ["n="], "n"),
+        ([*CONTRAST, "m:n"], ["m/seed1=", "n/seed1="], "n/seed1"),
+        (CONTRAST, ["m/seed3="], "m/seed3"),
+    ],
+)
+def test_a_translation_given_as_another_runs_is_refused(tmp_path, capsys, command, named, said):
+    """A translation is scored, tested and tabled as the run its name says: one whose
+    record says another model or seed made it is refused, naming both, and nothing is
+    written (before, the score alone checked; significance, lengths and contrasts
+    labelled m/seed1's lines as whatever they were given as)."""
+    refs, sources = write(tmp_path / "r", REFS), write(tmp_path / "s", ["a b"] * 3)
+    hyps = translated(tmp_path / "h.txt", HYPS, "m", seed=1)
+    out = tmp_path / "out" / "o.json"
+    if command[0] == "score":
+        args = [*command, hyps, refs, out]
+    else:
+        args = [*command, "--resamples", "10", "--references", refs, "--output", out]
+        args += ["--sources", sources] if command[0] == "lengths" else []
+        args += [f"{name}{hyps}" for name in named]
+    assert main([str(arg) for arg in args]) == 1
+    assert capsys.readouterr().err.strip().endswith(f"{hyps}: translated by m/seed1, not {said}")
+    assert not out.parent.exists()
+
+
 def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     files, manifests, tests = [], [], []
     for model in ("other", "base"):

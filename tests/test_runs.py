@@ -10,6 +10,7 @@ import pytest
 
 from conftest import CONFIG
 from mixnmt import MixnmtError
+from mixnmt.cli import main
 from mixnmt.config import TrainConfig, fingerprints
 from mixnmt.files import sha256sum
 from mixnmt.runs import (
@@ -19,6 +20,7 @@ from mixnmt.runs import (
     identity,
     records,
     refuse_foreign,
+    refuse_misnamed,
     translation_record,
 )
 
@@ -160,6 +162,22 @@ def test_a_file_of_no_runs_is_not_an_old_format(tmp_path):
     refuse_foreign([path], {f"{MODEL}/seed1": "a" * 16})
     path.write_text(json.dumps({"contrasts": []}))
     assert records(path) is None
+
+
+@pytest.mark.parametrize(("kind", "name"), [("metrics", "metrics.tsv"), ("analyses", "analysis.json")])
+def test_a_file_given_as_another_models_is_refused(tmp_path, capsys, kind, name):
+    """A figure or table draws each MODEL=PATH file under MODEL: a file that records
+    another model's run (two models' curves given crosswise) is refused before anything
+    is read or drawn, where before it was drawn under the wrong name at status 0."""
+    path = run_file(tmp_path, name, identity(MODEL, 1, "a" * 16))
+    refuse_misnamed({MODEL: path, "other": run_file(tmp_path, "old.json", None)})  # an old format: no run
+    with pytest.raises(MixnmtError, match=f"^{path}: holds run {MODEL}/seed1, given as other's$"):
+        refuse_misnamed({"other": path})
+    figure = {"metrics": "learning_curves", "analyses": "responsibilities"}[kind]
+    out = tmp_path / "out" / "f.png"
+    assert main(["plot", figure, f"--{kind}", f"other={path}", "--output", str(out)]) == 1
+    assert f"{path}: holds run {MODEL}/seed1, given as other's" in capsys.readouterr().err
+    assert not out.parent.exists()
 
 
 def test_a_translation_changed_after_its_record_is_refused(tmp_path):

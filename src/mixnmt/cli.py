@@ -90,11 +90,10 @@ MODEL_PATHS = {"type": _named_path, "action": _Named, "metavar": "MODEL=PATH"}  
 
 def _run_path(value: str) -> tuple[tuple[str, int], Path]:
     """A MODEL/seedN=PATH argument: one training run's translation."""
-    run, path = _named_path(value)
-    model, sep, seed = run.rpartition("/seed")
-    if not sep or not model or not seed.isdigit():
+    label, path = _named_path(value)
+    if (run := paths.parse_run(label)) is None:
         raise argparse.ArgumentTypeError(f"{value!r}: expected MODEL/seedN=PATH")
-    return (model, int(seed)), path
+    return run, path
 
 
 def _pair(value: str) -> tuple[str, str]:
@@ -335,9 +334,13 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
     """The inputs of a figure or table, read from their `--<kind>` options, those that
     record their runs checked against `--runs`."""
     from mixnmt.inputs import INPUTS
-    from mixnmt.runs import refuse_foreign
+    from mixnmt.runs import refuse_foreign, refuse_misnamed
 
-    refuse_foreign([p for kind in kinds if INPUTS[kind].runs for p in _input_paths(a, kind)], a.runs)
+    recording = [kind for kind in kinds if INPUTS[kind].runs]
+    refuse_foreign([p for kind in recording for p in _input_paths(a, kind)], a.runs)
+    for kind in recording:
+        if INPUTS[kind].per_model:
+            refuse_misnamed(getattr(a, kind))
     values = {kind: getattr(a, kind) for kind in kinds}
     return {kind: INPUTS[kind].load(v) for kind, v in values.items()}
 

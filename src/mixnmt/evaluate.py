@@ -18,7 +18,7 @@ from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_json, write_table
 from mixnmt.paths import run
 from mixnmt.provenance import code_version, stamped, version
-from mixnmt.runs import RECORD, refuse_foreign, translation_record, translation_runs
+from mixnmt.runs import RECORD, check_maker, refuse_foreign, translation_record, translation_runs
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +78,8 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
     the translation (from its record, if it has one), and the sha256 of the translation
     and of the references."""
     made = translation_record(hypotheses)
-    if made is not None and (made["model"], made["seed"]) != (model, seed):
-        raise MixnmtError(
-            f"{hypotheses}: translated by {run(made['model'], made['seed'])}, not {run(model, seed)}"
-        )
+    if made is not None:
+        check_maker(hypotheses, made, model, seed)
     hyps, refs = read_aligned(hypotheses, references)
     (measures,) = measured([hyps], refs)
     result = {"model": model, "seed": seed, "testset": testset, **measures}
@@ -109,7 +107,7 @@ def significance(
     run that made each translation (each one of `expected`'s, if given)."""
     if baseline not in systems:
         raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the systems ({', '.join(systems)})")
-    made = translation_runs(systems, expected)
+    made = translation_runs(systems, expected, seed)
     order = [baseline, *(name for name in systems if name != baseline)]
     named = [(name, read_aligned(systems[name], references)[0]) for name in order]
     metrics = {key: make() for key, make in METRICS.items()}

@@ -25,6 +25,12 @@ def run(model: str = "{model}", seed: str | int = "{seed}") -> str:
     return f"{model}/seed{seed}"
 
 
+def parse_run(label: str) -> tuple[str, int] | None:
+    """The (model, seed) of a run's label `run(model, seed)`; None if `label` is not one."""
+    model, sep, seed = label.rpartition("/seed")
+    return (model, int(seed)) if sep and model and seed.isdigit() else None
+
+
 def decoding_of(checkpoint: Path) -> Path:
     """Where the decoding settings of a checkpoint at `Layout.checkpoint` are: its
     experiment's `Layout.decoding`, two folders up."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_table, sha256sum
-from mixnmt.paths import run
+from mixnmt.paths import parse_run, run
 
 UNDEFINING = ("save_every",)
 """Training settings that change how a run is kept, not what it computes."""
@@ -98,12 +98,27 @@ def translation_record(path: str | Path) -> dict[str, Any] | None:
     return record["run"] | {"translation": digest}
 
 
-def translation_runs(paths: dict[str, Path], expected: dict[str, str] | None) -> dict[str, dict | None]:
-    """The run of each translation (`translation_record`), by the same keys; with
-    `expected`, each must be a run of that configuration (see `check_run`)."""
+def check_maker(path: str | Path, record: dict[str, Any], model: str, seed: int | None = None) -> None:
+    """Raise MixnmtError, naming both runs, unless translation `path` (its run: `record`)
+    was made by `model` (of `seed`, if given): a translation given under another run's
+    name would be scored, tested and tabled as that run's."""
+    if record["model"] != model or seed is not None and record["seed"] != seed:
+        said = run(model, seed) if seed is not None else model
+        raise MixnmtError(f"{path}: translated by {run(record['model'], record['seed'])}, not {said}")
+
+
+def translation_runs(
+    paths: dict[str, Path], expected: dict[str, str] | None, seed: int | None = None
+) -> dict[str, dict | None]:
+    """The run of each translation (`translation_record`), by the same keys: a run's label
+    (`paths.run`) or a model's name (of `seed`, if given), which must be what made it
+    (`check_maker`); with `expected`, each must be a run of that configuration (see
+    `check_run`)."""
     found = {}
     for key, path in paths.items():
         found[key] = record = translation_record(path)
+        if record is not None:
+            check_maker(path, record, *(parse_run(key) or (key, seed)))
         if expected is None:
             continue
         if record is None:
@@ -164,3 +179,14 @@ def refuse_foreign(paths: list[Path] | list[str], expected: dict[str, str] | Non
             )
         for record in found:
             check_run(path, record, expected)
+
+
+def refuse_misnamed(named: dict[str, Path]) -> None:
+    """Raise MixnmtError, naming the file, if one given as a model's (`named`: model ->
+    path) records a run of another model: it would be drawn or tabled under that name."""
+    for model, path in named.items():
+        for record in records(path) or []:
+            if record.get("model") != model:
+                raise MixnmtError(
+                    f"{path}: holds run {run(record.get('model'), record.get('seed'))}, given as {model}'s"
+                )
