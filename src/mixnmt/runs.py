@@ -82,10 +82,15 @@ def translation_record(path: str | Path) -> dict[str, Any] | None:
     `mixnmt translate --manifest`), with the translation's sha256 as `translation`; None
     if it has no record (a translation made by hand). A translation changed since its
     record was written is an error."""
-    path = Path(path)
+    return _translation(Path(path))[0]
+
+
+def _translation(path: Path) -> tuple[dict[str, Any] | None, dict[str, str] | None]:
+    """`translation_record` of `path`, and the source it translated as its record names it
+    ({path, sha256}; None without a record, or one that names none)."""
     record_path = path.with_suffix(".json")
     if not record_path.is_file():
-        return None
+        return None, None
     record = read_json(record_path)
     made = record.get("output", {}).get("sha256") if isinstance(record, dict) else None
     if not made or not isinstance(record.get("run"), dict):
@@ -95,7 +100,9 @@ def translation_record(path: str | Path) -> dict[str, Any] | None:
         raise MixnmtError(
             f"{path}: changed since {record_path} was written (sha256 {digest[:16]}, recorded {made[:16]})"
         )
-    return record["run"] | {"translation": digest}
+    source = record.get("source")
+    named = isinstance(source, dict) and all(isinstance(source.get(k), str) for k in ("path", "sha256"))
+    return record["run"] | {"translation": digest}, source if named else None
 
 
 def check_maker(path: str | Path, record: dict[str, Any], model: str, seed: int | None = None) -> None:
@@ -113,12 +120,22 @@ def translation_runs(
     """The run of each translation (`translation_record`), by the same keys: a run's label
     (`paths.run`) or a model's name (of `seed`, if given), which must be what made it
     (`check_maker`); with `expected`, each must be a run of that configuration (see
-    `check_run`)."""
-    found = {}
+    `check_run`). All must translate one source, as their records name it: translations of
+    two test sets of the same length would be compared sentence by sentence."""
+    found, first = {}, None
     for key, path in paths.items():
-        found[key] = record = translation_record(path)
+        record, source = _translation(Path(path))
+        found[key] = record
         if record is not None:
             check_maker(path, record, *(parse_run(key) or (key, seed)))
+        if source is not None:
+            first = first or (path, source)
+            if source["sha256"] != first[1]["sha256"]:
+                raise MixnmtError(
+                    f"{path}: a translation of {source['path']} (sha256 {source['sha256'][:16]}), but "
+                    f"{first[0]} is of {first[1]['path']} ({first[1]['sha256'][:16]}); the translations "
+                    "compared must be of one source"
+                )
         if expected is None:
             continue
         if record is None:
