@@ -152,7 +152,9 @@ def test_translations_of_two_sources_are_not_compared(tmp_path, capsys, command)
     )
 
 
-def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
+def aggregated(tmp_path) -> dict[str, list]:
+    """The inputs of `aggregate` for two models (base, other) of one seed on two test sets
+    (a, b): scores, significance tests, manifests, reliance tables."""
     files, manifests, tests = [], [], []
     for model in ("other", "base"):
         for testset in ("b", "a"):
@@ -178,7 +180,11 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     pd.DataFrame(
         {"model": ["base", "base", "other"], "seed": 1, "position": [0, 1, 0], "difference": [0.5, 0.7, 0.25]}
     ).to_csv(reliance, sep="\t", index=False)
-    table, read = aggregate(files, tests, manifests, [reliance], tmp_path / "scores.tsv", tmp_path / "m.json")
+    return {"scores": files, "significance": tests, "manifests": manifests, "reliance": [reliance]}
+
+
+def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
+    table, read = aggregate(*aggregated(tmp_path).values(), tmp_path / "scores.tsv", tmp_path / "m.json")
     assert table.equals(pd.read_csv(tmp_path / "scores.tsv", sep="\t"))
     assert list(zip(table.testset, table.model)) == [
         ("a", "base"),
@@ -204,6 +210,29 @@ def test_aggregate_one_row_per_model_and_testset_citing_the_runs(tmp_path):
     assert metrics["a"]["other"]["bleu"] == table.bleu[1]
     numbers = {"bleu", "bleu_lc", "chrf", "ter", "reliance", "length_ratio", "looping"}
     assert set(metrics["a"]["base"]) == numbers
+
+
+@pytest.mark.parametrize(
+    ("kind", "change", "message"),
+    [
+        ("scores", lambda f: f + f[:1], r"score: other/seed1 on b in two files \((.*other/b.json), \1\)"),
+        ("significance", lambda f: f + f[:1], "significance: base/seed1 on a in two files"),
+        ("manifests", lambda f: f + f[:1], "training manifest: other/seed1 in two files"),
+        ("reliance", lambda f: f + f, "reliance: base/seed1 in two files"),
+        ("significance", lambda f: f[:1], r"other/b.json: no significance file has other/seed1 on b$"),
+        ("manifests", lambda f: f[1:], r"other/b.json: no training manifest file has other/seed1$"),
+    ],
+)
+def test_aggregate_counts_each_run_once_and_cites_each(tmp_path, kind, change, message):
+    """A score file given twice made two rows of one run (the headline then counted two
+    runs, with a standard deviation of 0), and a significance test or manifest given twice
+    doubled its runs' rows; a score without its significance test or manifest had empty
+    cells. Each is an error naming the files, and nothing is written."""
+    inputs = aggregated(tmp_path)
+    inputs[kind] = change(inputs[kind])
+    with pytest.raises(MixnmtError, match=message):
+        aggregate(*inputs.values(), tmp_path / "out" / "scores.tsv", tmp_path / "out" / "m.json")
+    assert not (tmp_path / "out").exists()
 
 
 def test_aggregate_names_an_unreadable_file(tmp_path):
