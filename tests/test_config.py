@@ -134,6 +134,30 @@ def test_a_reference_scored_on_a_test_set_the_dataset_lacks_is_refused():
 
 
 @pytest.mark.parametrize(
+    "contrasts, message",
+    [
+        ([["a", "a"]], "analysis.contrasts.0: compares 'a' with itself"),
+        (
+            [["a", "b"], ["a", "c"], ["a", "b"]],
+            "analysis.contrasts.2: compares 'a' with 'b', as contrast 0 does",
+        ),
+        ([["a", "b"], ["b", "a"]], "analysis.contrasts.1: compares 'b' with 'a', as contrast 0 does"),
+    ],
+)
+def test_a_contrast_is_of_two_models_and_made_once(contrasts, message):
+    """A contrast repeated (in either order) counted one test twice in Holm's family and
+    showed twice in the tables, at status 0."""
+    config = copy.deepcopy(CONFIG)
+    names = dict(zip("abc", config["models"]))
+    config["analysis"]["contrasts"] = [[names[x] for x in pair] for pair in contrasts]
+    validate(config, str(SCHEMA))
+    for letter, name in names.items():
+        message = message.replace(f"'{letter}'", repr(name))
+    with pytest.raises(MixnmtError, match=f"^{re.escape(message)}$"):
+        check(config)
+
+
+@pytest.mark.parametrize(
     "path, value, message",
     [
         (("seeds", 0), 1.0, "seeds.0: 1.0 is not of type 'integer'"),

@@ -356,6 +356,12 @@ def test_a_contrast_that_every_run_shows_is_a_difference_in_the_primary_metric(t
     assert len(row["bleu_p_seeds"]) == 3 and all(p < 0.05 for p in row["bleu_p_seeds"])
     # chrF is not the primary metric: described, not judged
     assert row["chrf_delta"] > 0 and row["chrf_p_holm"] is None and row["chrf_verdict"] == "descriptive"
+    with pytest.raises(
+        MixnmtError, match="^analysis.contrasts: good:base compares 'good' with 'base', as contrast 0"
+    ):
+        contrasts(refs, runs, [("base", "good"), ("good", "base")], 10, 0.5, "t", tmp_path / "x.json")
+    with pytest.raises(MixnmtError, match="^analysis.contrasts: base:base compares 'base' with itself"):
+        contrasts(refs, runs, [("base", "base")], 10, 0.5, "t", tmp_path / "x.json")
     with pytest.raises(MixnmtError, match="analysis.contrasts: 'nope' is not one of the systems"):
         contrasts(refs, runs, [("base", "nope")], 10, 0.5, "t", tmp_path / "x.json")
     with pytest.raises(MixnmtError, match="analysis.primary.metric: expected one of bleu, chrf, got 'ter'"):

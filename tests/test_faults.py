@@ -538,3 +538,17 @@ def test_a_name_given_two_files_is_refused(argv, named, world, capsys):
     a, b = world["good"] / "test_a.de", world["good"] / "metrics.tsv"
     refused(capsys, argv(world, a, b), f"argument {named} given twice ({a}, {b})")
     assert not list(world["out"].iterdir())
+
+
+def test_a_file_given_twice_is_refused(world, capsys):
+    """Lists of files whose rows are counted (one per run, or per test set): a file given
+    twice counted its rows twice (a standard deviation of 0 over one run, at status 0)."""
+    a, out = world["good"] / "metrics.tsv", world["out"]
+    same = a.parent / ".." / a.parent.name / a.name
+    table = ["table", "reliance", "--output", out / "r.tsv", "--reliance_runs", a]
+    refused(capsys, [*table, a], f"argument --reliance_runs: {a} given twice")
+    refused(capsys, [*table, same], f"argument --reliance_runs: {a} given twice, also as {same}")
+    aggregate = ["aggregate", "--scores", a, "--significance", a, "--manifests", a, a]
+    outputs = ["--output", out / "s.tsv", "--markdown", out / "s.md", "--metrics", out / "s.json"]
+    refused(capsys, [*aggregate, *outputs], f"argument --manifests: {a} given twice")
+    assert not list(out.iterdir())

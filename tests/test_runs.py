@@ -21,6 +21,7 @@ from mixnmt.runs import (
     records,
     refuse_foreign,
     refuse_misnamed,
+    refuse_twice,
     translation_record,
 )
 
@@ -177,6 +178,23 @@ def test_a_file_given_as_another_models_is_refused(tmp_path, capsys, kind, name)
     out = tmp_path / "out" / "f.png"
     assert main(["plot", figure, f"--{kind}", f"other={path}", "--output", str(out)]) == 1
     assert f"{path}: holds run {MODEL}/seed1, given as other's" in capsys.readouterr().err
+    assert not out.parent.exists()
+
+
+def test_a_run_in_two_files_of_one_per_run_is_refused(tmp_path, capsys):
+    """`mixnmt table reliance` reads one file per run: a copy of one under another name
+    counted its run twice (its standard deviation over one run was 0, at status 0)."""
+    (tmp_path / "a").mkdir()
+    one = run_file(tmp_path / "a", "reliance.tsv", identity(MODEL, 1, "a" * 16))
+    copy = run_file(tmp_path, "copy.tsv", identity(MODEL, 1, "a" * 16))
+    other = run_file(tmp_path, "other.tsv", identity(MODEL, 2, "a" * 16))
+    refuse_twice([one, other], "--reliance_runs")
+    with pytest.raises(MixnmtError) as error:
+        refuse_twice([one, other, copy], "--reliance_runs")
+    assert str(error.value) == f"--reliance_runs: {MODEL}/seed1 in two files ({one}, {copy})"
+    out = tmp_path / "out" / "r.tsv"
+    assert main(["table", "reliance", "--reliance_runs", str(one), str(copy), "--output", str(out)]) == 1
+    assert f"--reliance_runs: {MODEL}/seed1 in two files" in capsys.readouterr().err
     assert not out.parent.exists()
 
 

@@ -67,6 +67,26 @@ class _Named(argparse.Action):
         setattr(namespace, self.dest, named)
 
 
+class _Distinct(argparse.Action):
+    """PATH arguments as a list, in the order given; a file given twice is refused, since
+    its rows would count twice."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: list[Path],
+        option_string: str | None = None,
+    ) -> None:
+        seen: dict[Path, Path] = {}
+        for path in values:
+            if (same := seen.get(path.resolve())) is not None:
+                also = "" if same == path else f", also as {path}"
+                parser.error(f"argument {option_string}: {same} given twice{also}")
+            seen[path.resolve()] = path
+        setattr(namespace, self.dest, values)
+
+
 def _json(text: str) -> dict:
     try:
         value = json.loads(text)
@@ -140,7 +160,7 @@ def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
         elif spec.per_model:
             s.add_argument(f"--{kind}", nargs="+", required=True, help=spec.help, **MODEL_PATHS)
         else:
-            s.add_argument(f"--{kind}", type=Path, nargs="+", required=True, help=spec.help)
+            s.add_argument(f"--{kind}", type=Path, nargs="+", action=_Distinct, required=True, help=spec.help)
 
 
 ENTRY = "JSON: the model's config entry `models.<NAME>` (hyperparameters, and `arch` unless NAME is one)"
@@ -334,13 +354,15 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
     """The inputs of a figure or table, read from their `--<kind>` options, those that
     record their runs checked against `--runs`."""
     from mixnmt.inputs import INPUTS
-    from mixnmt.runs import refuse_foreign, refuse_misnamed
+    from mixnmt.runs import refuse_foreign, refuse_misnamed, refuse_twice
 
     recording = [kind for kind in kinds if INPUTS[kind].runs]
     refuse_foreign([p for kind in recording for p in _input_paths(a, kind)], a.runs)
     for kind in recording:
         if INPUTS[kind].per_model:
             refuse_misnamed(getattr(a, kind))
+        if INPUTS[kind].per_run:
+            refuse_twice(getattr(a, kind), f"--{kind}")
     values = {kind: getattr(a, kind) for kind in kinds}
     return {kind: INPUTS[kind].load(v) for kind, v in values.items()}
 
@@ -502,10 +524,11 @@ def cmd_score(a: argparse.Namespace) -> None:
 
 
 def aggregate_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--scores", type=Path, nargs="+", required=True, help="JSON files of `mixnmt score`")
-    s.add_argument("--significance", type=Path, nargs="+", required=True, help="`mixnmt significance` files")
-    s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests to cite")
-    s.add_argument("--reliance", type=Path, nargs="*", default=[], help="`mixnmt reliance` tables")
+    files = {"type": Path, "action": _Distinct}
+    s.add_argument("--scores", nargs="+", required=True, help="JSON files of `mixnmt score`", **files)
+    s.add_argument("--significance", nargs="+", required=True, help="`mixnmt significance` files", **files)
+    s.add_argument("--manifests", nargs="+", required=True, help="training manifests to cite", **files)
+    s.add_argument("--reliance", nargs="*", default=[], help="`mixnmt reliance` tables", **files)
     s.add_argument("--output", type=Output, required=True, help="TSV")
     s.add_argument("--markdown", type=Output, required=True, help="the same table as Markdown")
     s.add_argument("--metrics", type=Output, required=True, help="the numbers as JSON, for `dvc metrics`")

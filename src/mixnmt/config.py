@@ -320,6 +320,18 @@ def check_strictly(config: dict[str, Any], path: str | Path = SCHEMA) -> None:
         raise MixnmtError(schema_error(error))
 
 
+def contrast_error(pairs: list, i: int) -> str | None:
+    """What is wrong with the `i`-th of `pairs` (A, B) as a contrast of the study, if
+    anything: A is B, or an earlier contrast compares the same two models (one test
+    counted twice in Holm's family)."""
+    a, b = pairs[i]
+    if a == b:
+        return f"compares {a!r} with itself"
+    if (j := [set(pair) for pair in pairs].index({a, b})) < i:
+        return f"compares {a!r} with {b!r}, as contrast {j} does"
+    return None
+
+
 def check(config: dict[str, Any]) -> None:
     """Raise MixnmtError, naming the key, on the first inconsistency of a schema-valid config."""
     if config["dataset"] not in config["datasets"]:
@@ -344,14 +356,15 @@ def check(config: dict[str, Any]) -> None:
     baseline = config["analysis"]["baseline"]
     if baseline not in models:
         raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the experiment's models: {listed}")
-    for i, pair in enumerate(config["analysis"]["contrasts"]):
+    contrasts = config["analysis"]["contrasts"]
+    for i, pair in enumerate(contrasts):
         for name in pair:
             if name not in models:
                 raise MixnmtError(
                     f"analysis.contrasts.{i}: {name!r} is not one of the experiment's models: {listed}"
                 )
-        if pair[0] == pair[1]:
-            raise MixnmtError(f"analysis.contrasts.{i}: compares {pair[0]!r} with itself")
+        if wrong := contrast_error(contrasts, i):
+            raise MixnmtError(f"analysis.contrasts.{i}: {wrong}")
     primary = config["analysis"]["primary"]["testset"]
     if primary is not None and primary not in dataset["test"]:
         raise MixnmtError(

@@ -259,7 +259,11 @@ def _contrasted(
     its sentence statistics (sentences, stats)."""
     refs = read_lines(references)
     stats, texts = {}, {}
-    for a, b in pairs:
+    from mixnmt.config import contrast_error  # here: the other scoring jobs need no config reader
+
+    for i, (a, b) in enumerate(pairs):
+        if wrong := contrast_error(pairs, i):
+            raise MixnmtError(f"analysis.contrasts: {a}:{b} {wrong}")
         for name in (a, b):
             if name not in runs:
                 raise MixnmtError(

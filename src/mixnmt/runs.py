@@ -207,3 +207,15 @@ def refuse_misnamed(named: dict[str, Path]) -> None:
                 raise MixnmtError(
                     f"{path}: holds run {run(record.get('model'), record.get('seed'))}, given as {model}'s"
                 )
+
+
+def refuse_twice(paths: list[Path], what: str) -> None:
+    """Raise MixnmtError, naming both files, if two of `paths` (`what`: one file per run)
+    record the same run: its rows would count as two runs'."""
+    seen: dict[str, Path] = {}
+    for path in paths:
+        for record in records(path) or []:
+            key = run(record.get("model"), record.get("seed"))
+            if key in seen:
+                raise MixnmtError(f"{what}: {key} in two files ({seen[key]}, {path})")
+            seen[key] = path
