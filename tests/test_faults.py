@@ -551,4 +551,10 @@ def test_a_file_given_twice_is_refused(world, capsys):
     aggregate = ["aggregate", "--scores", a, "--significance", a, "--manifests", a, a]
     outputs = ["--output", out / "s.tsv", "--markdown", out / "s.md", "--metrics", out / "s.json"]
     refused(capsys, [*aggregate, *outputs], f"argument --manifests: {a} given twice")
+    # the report names figures by their files' names: of two with one name, one was dropped
+    figures = [a.parent / "cost.png", a.parent / "more" / "cost.png"]
+    report = ["report", "--experiment", "x", "--config", "{}", "--scores", a, "--captions", a.parent]
+    report += [x for kind in ("significance", "lengths", "manifests", "tables") for x in (f"--{kind}", a)]
+    assert main([str(x) for x in [*report, "--figures", *figures, "--output", out / "r.html"]]) == 1
+    assert f"--figures: two files named cost ({figures[0]}, {figures[1]})" in capsys.readouterr().err
     assert not list(out.iterdir())

@@ -87,6 +87,9 @@ class _Distinct(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+FILES = {"type": Path, "nargs": "+", "action": _Distinct, "required": True}  # [PATH, ...], each once
+
+
 def _json(text: str) -> dict:
     try:
         value = json.loads(text)
@@ -114,6 +117,25 @@ def _run_path(value: str) -> tuple[tuple[str, int], Path]:
     if (run := paths.parse_run(label)) is None:
         raise argparse.ArgumentTypeError(f"{value!r}: expected MODEL/seedN=PATH")
     return run, path
+
+
+class _Pairs(argparse.Action):
+    """A:B contrasts (parsed by `_pair`), each of two models and each pair once, in either
+    order: a repeated contrast would count one test twice in Holm's family."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: list[tuple[str, str]],
+        option_string: str | None = None,
+    ) -> None:
+        for i, (a, b) in enumerate(values):
+            if a == b:
+                parser.error(f"argument {option_string}: {a}:{b} compares {a!r} with itself")
+            if {a, b} in [{*pair} for pair in values[:i]]:
+                parser.error(f"argument {option_string}: {a}:{b} compares the models of a contrast before it")
+        setattr(namespace, self.dest, values)
 
 
 def _pair(value: str) -> tuple[str, str]:
@@ -160,7 +182,7 @@ def _add_inputs(s: argparse.ArgumentParser, kinds: tuple[str, ...]) -> None:
         elif spec.per_model:
             s.add_argument(f"--{kind}", nargs="+", required=True, help=spec.help, **MODEL_PATHS)
         else:
-            s.add_argument(f"--{kind}", type=Path, nargs="+", action=_Distinct, required=True, help=spec.help)
+            s.add_argument(f"--{kind}", help=spec.help, **FILES)
 
 
 ENTRY = "JSON: the model's config entry `models.<NAME>` (hyperparameters, and `arch` unless NAME is one)"
@@ -524,11 +546,12 @@ def cmd_score(a: argparse.Namespace) -> None:
 
 
 def aggregate_arguments(s: argparse.ArgumentParser) -> None:
-    files = {"type": Path, "action": _Distinct}
-    s.add_argument("--scores", nargs="+", required=True, help="JSON files of `mixnmt score`", **files)
-    s.add_argument("--significance", nargs="+", required=True, help="`mixnmt significance` files", **files)
-    s.add_argument("--manifests", nargs="+", required=True, help="training manifests to cite", **files)
-    s.add_argument("--reliance", nargs="*", default=[], help="`mixnmt reliance` tables", **files)
+    s.add_argument("--scores", help="JSON files of `mixnmt score`", **FILES)
+    s.add_argument("--significance", help="`mixnmt significance` files", **FILES)
+    s.add_argument("--manifests", help="training manifests to cite", **FILES)
+    s.add_argument(
+        "--reliance", type=Path, nargs="*", action=_Distinct, default=[], help="`mixnmt reliance` tables"
+    )
     s.add_argument("--output", type=Output, required=True, help="TSV")
     s.add_argument("--markdown", type=Output, required=True, help="the same table as Markdown")
     s.add_argument("--metrics", type=Output, required=True, help="the numbers as JSON, for `dvc metrics`")
@@ -575,7 +598,13 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--testset", required=True, help="the test set's name in the config")
     s.add_argument("--references", type=Path, required=True, help="the reference translation")
     s.add_argument(
-        "--pairs", type=_pair, nargs="*", required=True, metavar="A:B", help="the contrasts (none: no rows)"
+        "--pairs",
+        type=_pair,
+        nargs="*",
+        action=_Pairs,
+        required=True,
+        metavar="A:B",
+        help="the contrasts (none: no rows)",
     )
     _add_resamples(s)
     s.add_argument(
@@ -761,29 +790,31 @@ def report_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--experiment", required=True, help="the experiment's name (results/<experiment>)")
     s.add_argument("--config", type=_json, required=True, help="JSON: the configuration used")
     s.add_argument("--scores", type=Path, required=True, help="the score table (TSV)")
-    s.add_argument(
-        "--significance",
-        type=Path,
-        nargs="+",
-        required=True,
-        help="`mixnmt significance` files, one per test set and seed",
-    )
-    s.add_argument(
-        "--lengths", type=Path, nargs="+", required=True, help="BLEU-by-length tables, one per test set"
-    )
-    s.add_argument("--manifests", type=Path, nargs="+", required=True, help="training manifests (JSON)")
-    s.add_argument("--figures", type=Path, nargs="+", required=True, help="PNG files, named by figure")
-    s.add_argument("--tables", type=Path, nargs="+", required=True, help="TSV files, named by table")
+    s.add_argument("--significance", help="`mixnmt significance` files, one per test set and seed", **FILES)
+    s.add_argument("--lengths", help="BLEU-by-length tables, one per test set", **FILES)
+    s.add_argument("--manifests", help="training manifests (JSON)", **FILES)
+    s.add_argument("--figures", help="PNG files, named by figure", **FILES)
+    s.add_argument("--tables", help="TSV files, named by table", **FILES)
     s.add_argument("--captions", type=Path, required=True, help="folder of <figure>.rst captions")
     s.add_argument("--output", type=Output, required=True, help="report.html")
     _add_runs(s)
 
 
+def _by_name(paths: list[Path], option: str) -> dict[str, Path]:
+    """Files named by their stems (figures, tables); two of one name are refused, since
+    one would be dropped."""
+    named: dict[str, Path] = {}
+    for path in paths:
+        if path.stem in named:
+            raise MixnmtError(f"{option}: two files named {path.stem} ({named[path.stem]}, {path})")
+        named[path.stem] = path
+    return named
+
+
 def cmd_report(a: argparse.Namespace) -> None:
     from mixnmt.report import ReportInputs, write_report
 
-    figures = {path.stem: path for path in a.figures}
-    tables = {path.stem: path for path in a.tables}
+    figures, tables = _by_name(a.figures, "--figures"), _by_name(a.tables, "--tables")
     inputs = ReportInputs(a.scores, a.significance, a.lengths, a.manifests, figures, tables, a.captions)
     write_report(a.output, a.experiment, a.config, inputs, a.runs)
 

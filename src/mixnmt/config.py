@@ -320,18 +320,6 @@ def check_strictly(config: dict[str, Any], path: str | Path = SCHEMA) -> None:
         raise MixnmtError(schema_error(error))
 
 
-def contrast_error(pairs: list, i: int) -> str | None:
-    """What is wrong with the `i`-th of `pairs` (A, B) as a contrast of the study, if
-    anything: A is B, or an earlier contrast compares the same two models (one test
-    counted twice in Holm's family)."""
-    a, b = pairs[i]
-    if a == b:
-        return f"compares {a!r} with itself"
-    if (j := [set(pair) for pair in pairs].index({a, b})) < i:
-        return f"compares {a!r} with {b!r}, as contrast {j} does"
-    return None
-
-
 def check(config: dict[str, Any]) -> None:
     """Raise MixnmtError, naming the key, on the first inconsistency of a schema-valid config."""
     if config["dataset"] not in config["datasets"]:
@@ -363,8 +351,12 @@ def check(config: dict[str, Any]) -> None:
                 raise MixnmtError(
                     f"analysis.contrasts.{i}: {name!r} is not one of the experiment's models: {listed}"
                 )
-        if wrong := contrast_error(contrasts, i):
-            raise MixnmtError(f"analysis.contrasts.{i}: {wrong}")
+        if pair[0] == pair[1]:
+            raise MixnmtError(f"analysis.contrasts.{i}: compares {pair[0]!r} with itself")
+        if (j := [set(p) for p in contrasts].index(set(pair))) < i:  # one test twice in Holm's family
+            raise MixnmtError(
+                f"analysis.contrasts.{i}: compares {pair[0]!r} with {pair[1]!r}, as contrast {j} does"
+            )
     primary = config["analysis"]["primary"]["testset"]
     if primary is not None and primary not in dataset["test"]:
         raise MixnmtError(
