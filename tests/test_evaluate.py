@@ -381,6 +381,21 @@ def test_contrasts_are_of_two_models_each_once(tmp_path, capsys, pairs, message)
     assert not (tmp_path / "out").exists()
 
 
+def test_a_contrasts_numbers_do_not_depend_on_the_contrasts_before_it(tmp_path):
+    """One random stream served every contrast in turn, so adding a contrast to the study
+    moved the bootstrap interval and p of each contrast after it."""
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, base=[WORSE, GOOD, WORSE], good=[GOOD, WORSE, GOOD], other=[GOOD, GOOD])
+    alone = contrasts(refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "1.json", "bleu")
+    after = contrasts(refs, runs, [("other", "good"), ("base", "good")], 50, 0.5, "t", tmp_path / "2.json")
+    (row,), (_, same) = alone["contrasts"], after["contrasts"]
+    judged = ("p_holm", "tost_p_holm", "verdict")  # Holm's family differs
+    assert {k: v for k, v in row.items() if not k.endswith(judged)} == {
+        k: v for k, v in same.items() if not k.endswith(judged)
+    }
+    assert 0 < row["bleu_boot_p"] < 1 and row["bleu_boot_low"] < row["bleu_boot_high"]
+
+
 def test_a_test_set_that_is_not_the_primary_one_is_descriptive(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, base=[WORSE, WORSE], good=[GOOD, GOOD])

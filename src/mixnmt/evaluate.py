@@ -303,7 +303,6 @@ def contrasts(
         raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
     refs, metrics = read_lines(references), {key: METRICS[key]() for key in CONTRASTED}
     texts, stats = _contrasted(references, runs, pairs, metrics)
-    rng = np.random.default_rng(0)
     rows = []
     for a, b in pairs:
         paired = sorted(set(runs[a]) & set(runs[b]))
@@ -311,7 +310,7 @@ def contrasts(
         row = {"testset": testset, "a": a, "b": b, "seeds_a": len(runs[a]), "seeds_b": len(runs[b])}
         for key, metric in metrics.items():
             of_a, of_b = ([stats[name, s][key] for s in sorted(runs[name])] for name in (a, b))
-            described = _described(of_a, of_b, metric, resamples, rng, margin)
+            described = _described(of_a, of_b, metric, resamples, _draws(a, b, key), margin)
             row |= {f"{key}_{k}": v for k, v in described.items()}
             row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
             row[f"{key}_p_holm"], row[f"{key}_tost_p_holm"], row[f"{key}_verdict"] = None, None, "descriptive"
@@ -328,6 +327,12 @@ def contrasts(
     }
     write_json(output, payload)
     return payload
+
+
+def _draws(a: str, b: str, metric: str) -> np.random.Generator:
+    """The random stream of one contrast's bootstrap in one metric, seeded by their names:
+    a contrast's resamples are the same whichever contrasts the study adds before it."""
+    return np.random.default_rng(list(f"{a}\t{b}\t{metric}".encode()))
 
 
 def _described(
