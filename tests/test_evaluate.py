@@ -152,6 +152,46 @@ def test_translations_of_two_sources_are_not_compared(tmp_path, capsys, command)
     )
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["score", "--model", "m", "--seed", "1"],
+        ["significance", "--baseline", "m", "--seed", "1"],
+        ["lengths", "--edges", "5"],
+        ["contrasts", "--margin", "1", "--pairs", "m:n"],
+    ],
+)
+def test_files_of_another_test_set_are_refused(tmp_path, capsys, command):
+    """An experiment's token ids and texts are named by their split (Layout.ids, .corpus):
+    a translation of test_b's source, or test_b's references, given as test_a's lined up
+    sentence by sentence with the other's (same length) and was scored, tested, bucketed
+    or contrasted at status 0; `score` checked neither, the others only that the
+    translations compared are of one source."""
+    corpus = tmp_path / "x" / "corpus"
+    corpus.mkdir(parents=True)
+    refs = {testset: write(corpus / f"{testset}.de", REFS) for testset in ("test_a", "test_b")}
+    sources = write(corpus / "test_a.en", ["a b"] * 3)
+    cases = (("test_a", "test_a", 0), ("test_b", "test_a", 1), ("test_a", "test_b", 1))
+    for source, references, status in cases:
+        m = translated(tmp_path / "m.txt", HYPS, "m", source=f"x/ids/{source}.en")
+        n = translated(tmp_path / "n.txt", GOOD, "n", source=f"x/ids/{source}.en")
+        out = tmp_path / f"{source}-{references}" / "o.json"
+        if command[0] == "score":
+            args = [*command, "--testset", "test_a", m, refs[references], out]
+        else:
+            labels = ("m/seed1", "n/seed1") if command[0] == "contrasts" else ("m", "n")
+            args = [*command, "--testset", "test_a", "--resamples", "10", "--references", refs[references]]
+            args += ["--sources", sources] if command[0] == "lengths" else []
+            args += ["--output", out, *(f"{label}={path}" for label, path in zip(labels, (m, n)))]
+        assert main([str(arg) for arg in args]) == status
+        assert out.exists() is (status == 0)
+        error = capsys.readouterr().err.strip().splitlines()
+        if source == "test_b":
+            assert error[-1].endswith(f"{m}: of test_b (a translation of x/ids/test_b.en), given as test_a's")
+        elif references == "test_b":
+            assert error[-1].endswith(f"{refs['test_b']}: of test_b, given as test_a's")
+
+
 def aggregated(tmp_path) -> dict[str, list]:
     """The inputs of `aggregate` for two models (base, other) of one seed on two test sets
     (a, b): scores, significance tests, manifests, reliance tables."""

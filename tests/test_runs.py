@@ -203,9 +203,9 @@ def test_a_translation_changed_after_its_record_is_refused(tmp_path):
     text.write_text("ein Hund\n")
     made = identity(MODEL, 1, "a" * 16, "c" * 64)
     record.write_text(json.dumps({"run": made, "output": {"sha256": sha256sum(text)}}))
-    assert translation_record(text) == made | {"translation": sha256sum(text)}
+    assert translation_record(text) == (made | {"translation": sha256sum(text)}, None)
     text.write_text("ein Hund\nzwei Katzen\n")
     with pytest.raises(MixnmtError, match=f"^{text}: changed since {record} was written"):
         translation_record(text)
     record.unlink()
-    assert translation_record(text) is None  # a translation made by hand has no run
+    assert translation_record(text) == (None, None)  # a translation made by hand has no run

@@ -18,7 +18,7 @@ from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_json, write_table
 from mixnmt.paths import run
 from mixnmt.provenance import code_version, stamped, version
-from mixnmt.runs import RECORD, check_maker, refuse_foreign, translation_record, translation_runs
+from mixnmt.runs import RECORD, check_testset, refuse_foreign, translation_runs
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,15 @@ def measured(systems: list[list[str]], refs: list[str]) -> list[dict]:
     return results
 
 
+def compared(
+    systems: dict[str, Path], expected: dict[str, str] | None, seed: int | None, testset: str, *texts: Path
+) -> dict[str, dict | None]:
+    """`translation_runs` of `systems` (of `seed`), each a translation of `testset`, and the
+    `texts` (references, sources) of it too: `check_testset`."""
+    check_testset(testset, {text: text for text in texts})
+    return translation_runs(systems, expected, seed, testset)
+
+
 def score(hypotheses: Path, references: Path, output: Path, model: str, testset: str, seed: int) -> dict:
     """BLEU, chrF and lowercased BLEU (`bleu_lc`, the case published Multi30k numbers use)
     of one system on one test set, with the metric signatures, as JSON; beside them two
@@ -77,9 +86,8 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
     tokens) and the share of hypotheses that loop; and what was scored: the run that made
     the translation (from its record, if it has one), and the sha256 of the translation
     and of the references."""
-    made = translation_record(hypotheses)
-    if made is not None:
-        check_maker(hypotheses, made, model, seed)
+    label = run(model, seed)
+    made = compared({label: hypotheses}, None, None, testset, references)[label]
     hyps, refs = read_aligned(hypotheses, references)
     (measures,) = measured([hyps], refs)
     result = {"model": model, "seed": seed, "testset": testset, **measures}
@@ -107,7 +115,7 @@ def significance(
     run that made each translation (each one of `expected`'s, if given)."""
     if baseline not in systems:
         raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the systems ({', '.join(systems)})")
-    made = translation_runs(systems, expected, seed)
+    made = compared(systems, expected, seed, testset, references)
     order = [baseline, *(name for name in systems if name != baseline)]
     named = [(name, read_aligned(systems[name], references)[0]) for name in order]
     metrics = {key: make() for key, make in METRICS.items()}
@@ -295,9 +303,8 @@ def contrasts(
     this is the pre-declared test set) Holm adjusts the contrasts' p-values and each gets
     a verdict with the equivalence `margin` (in that metric's points); every other cell is
     descriptive. Also the run that made each translation (each one of `expected`'s)."""
-    made = translation_runs(
-        {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}, expected
-    )
+    labelled = {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}
+    made = compared(labelled, expected, None, testset, references)
     if primary is not None and primary not in CONTRASTED:
         expected_one = ", ".join(CONTRASTED)
         raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
@@ -384,7 +391,7 @@ def bleu_by_length(
     of `expected`'s, if given)."""
     if sorted(set(edges)) != list(edges) or not edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
-    made = translation_runs(systems, expected)
+    made = compared(systems, expected, None, testset, sources, references)
     srcs, refs = read_aligned(sources, references)
     buckets = [bisect.bisect_left(edges, len(line.split())) for line in srcs]
     labels = bucket_labels(edges)

@@ -31,6 +31,13 @@ def parse_run(label: str) -> tuple[str, int] | None:
     return (model, int(seed)) if sep and model and seed.isdigit() else None
 
 
+def split_of(path: str | Path) -> str | None:
+    """The split a file of an experiment's ids/ or corpus/ folder holds, by its name
+    (`Layout.ids`, `Layout.corpus`); None for any other file."""
+    path = Path(path)
+    return path.stem if path.parent.name in ("ids", "corpus") and path.suffix else None
+
+
 def decoding_of(checkpoint: Path) -> Path:
     """Where the decoding settings of a checkpoint at `Layout.checkpoint` are: its
     experiment's `Layout.decoding`, two folders up."""

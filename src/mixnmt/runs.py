@@ -22,7 +22,7 @@ from typing import Any
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_table, sha256sum
-from mixnmt.paths import parse_run, run
+from mixnmt.paths import parse_run, run, split_of
 
 UNDEFINING = ("save_every",)
 """Training settings that change how a run is kept, not what it computes."""
@@ -77,17 +77,13 @@ def identity(model: str, seed: int | None, fingerprint: str | None, checkpoint: 
     return dict(zip(RECORD, (model, seed, fingerprint, checkpoint)))
 
 
-def translation_record(path: str | Path) -> dict[str, Any] | None:
+def translation_record(path: str | Path) -> tuple[dict[str, Any] | None, dict[str, str] | None]:
     """The run that made translation `path` (its record `<name>.json`, written by
-    `mixnmt translate --manifest`), with the translation's sha256 as `translation`; None
-    if it has no record (a translation made by hand). A translation changed since its
-    record was written is an error."""
-    return _translation(Path(path))[0]
-
-
-def _translation(path: Path) -> tuple[dict[str, Any] | None, dict[str, str] | None]:
-    """`translation_record` of `path`, and the source it translated as its record names it
-    ({path, sha256}; None without a record, or one that names none)."""
+    `mixnmt translate --manifest`), with the translation's sha256 as `translation`, and the
+    source it translated as the record names it ({path, sha256}); Nones for a translation
+    without a record (made by hand), a None source for a record that names none. A
+    translation changed since its record was written is an error."""
+    path = Path(path)
     record_path = path.with_suffix(".json")
     if not record_path.is_file():
         return None, None
@@ -114,21 +110,39 @@ def check_maker(path: str | Path, record: dict[str, Any], model: str, seed: int 
         raise MixnmtError(f"{path}: translated by {run(record['model'], record['seed'])}, not {said}")
 
 
+def check_testset(testset: str, files: dict[str | Path, str | Path]) -> None:
+    """Raise MixnmtError unless each file given (a key) is of `testset` where the name of an
+    experiment's file says its split (`paths.split_of` of the value: the file itself, or
+    the source its translation's record names). Multi30k's 2016 and 2017 test sets both
+    have 1000 lines: one's translation or references lined up with the other's."""
+    for given, named in files.items():
+        split = split_of(named)
+        if split is not None and split != testset:
+            translates = f" (a translation of {named})" if Path(named) != Path(given) else ""
+            raise MixnmtError(f"{given}: of {split}{translates}, given as {testset}'s")
+
+
 def translation_runs(
-    paths: dict[str, Path], expected: dict[str, str] | None, seed: int | None = None
+    paths: dict[str, Path],
+    expected: dict[str, str] | None,
+    seed: int | None = None,
+    testset: str | None = None,
 ) -> dict[str, dict | None]:
     """The run of each translation (`translation_record`), by the same keys: a run's label
     (`paths.run`) or a model's name (of `seed`, if given), which must be what made it
     (`check_maker`); with `expected`, each must be a run of that configuration (see
-    `check_run`). All must translate one source, as their records name it: translations of
-    two test sets of the same length would be compared sentence by sentence."""
+    `check_run`). All must translate one source, as their records name it (of `testset`,
+    if given: `check_testset`): translations of two test sets of the same length would be
+    compared sentence by sentence."""
     found, first = {}, None
     for key, path in paths.items():
-        record, source = _translation(Path(path))
+        record, source = translation_record(path)
         found[key] = record
         if record is not None:
             check_maker(path, record, *(parse_run(key) or (key, seed)))
         if source is not None:
+            if testset is not None:
+                check_testset(testset, {path: source["path"]})
             first = first or (path, source)
             if source["sha256"] != first[1]["sha256"]:
                 raise MixnmtError(
