@@ -17,6 +17,7 @@ from mixnmt.runs import (
     data_definition,
     definition,
     fingerprint,
+    held_testsets,
     identity,
     records,
     refuse_foreign,
@@ -195,6 +196,37 @@ def test_a_run_in_two_files_of_one_per_run_is_refused(tmp_path, capsys):
     out = tmp_path / "out" / "r.tsv"
     assert main(["table", "reliance", "--reliance_runs", str(one), str(copy), "--output", str(out)]) == 1
     assert f"--reliance_runs: {MODEL}/seed1 in two files" in capsys.readouterr().err
+    assert not out.parent.exists()
+
+
+@pytest.mark.parametrize(("kind", "name"), [("lengths", "t.tsv"), ("contrast_runs", "t.json")])
+def test_a_test_set_in_two_files_of_one_per_test_set_is_refused(tmp_path, capsys, kind, name):
+    """BLEU-by-length tables and contrast files are one per test set: a copy of one under
+    another name drew its curves twice or listed its contrasts twice, at status 0."""
+    (tmp_path / "a").mkdir()
+    one, copy, other = tmp_path / "a" / name, tmp_path / name, tmp_path / f"other{name[1:]}"
+    for path, testset in ((one, "test_a"), (copy, "test_a"), (other, "test_b")):
+        if name.endswith(".json"):
+            path.write_text(json.dumps({"testset": testset, "contrasts": [], "runs": {}}))
+        else:
+            pd.DataFrame({"testset": [testset] * 2, "bucket": ["<=4", "5-6"]}).to_csv(
+                path, sep="\t", index=False
+            )
+    assert [held_testsets(p) for p in (one, other)] == [["test_a"], ["test_b"]]
+    refuse_twice([one, other], f"--{kind}", "testset")
+    with pytest.raises(MixnmtError) as error:
+        refuse_twice([one, other, copy], f"--{kind}", "testset")
+    assert str(error.value) == f"--{kind}: test_a in two files ({one}, {copy})"
+    out = tmp_path / "out" / "o"
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text("{}")
+    command = (
+        ["plot", "bleu_by_length"]
+        if kind == "lengths"
+        else ["table", "contrasts", "--manifests", f"m={manifest}"]
+    )
+    assert main([*command, f"--{kind}", str(one), str(copy), "--output", str(out)]) == 1
+    assert f"--{kind}: test_a in two files ({one}, {copy})" in capsys.readouterr().err
     assert not out.parent.exists()
 
 

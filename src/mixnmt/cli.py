@@ -383,8 +383,8 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
     for kind in recording:
         if INPUTS[kind].per_model:
             refuse_misnamed(getattr(a, kind))
-        if INPUTS[kind].per_run:
-            refuse_twice(getattr(a, kind), f"--{kind}")
+        if INPUTS[kind].one_per:
+            refuse_twice(getattr(a, kind), f"--{kind}", INPUTS[kind].one_per)
     values = {kind: getattr(a, kind) for kind in kinds}
     return {kind: INPUTS[kind].load(v) for kind, v in values.items()}
 

@@ -27,7 +27,7 @@ class Input:
     per_model: bool = False  # given as MODEL=PATH, one per model
     single: bool = False  # exactly one file
     runs: bool = False  # its files record the runs they come from (mixnmt.runs)
-    per_run: bool = False  # one file per run: no run in two of them
+    one_per: str | None = None  # "run" or "testset": no run (test set) in two of its files
 
 
 def _tables(paths: list[Path]) -> pd.DataFrame:
@@ -55,20 +55,20 @@ INPUTS: dict[str, Input] = {
     "manifests": Input("training manifests, MODEL=manifest.json", _json, per_model=True, runs=True),
     "speeds": Input("decoding speeds, MODEL=speed.json", _json, per_model=True, runs=True),
     "analyses": Input("analysis weights, MODEL=analysis.json", _json, per_model=True, runs=True),
-    "lengths": Input("BLEU-by-length tables, one per test set", _tables, runs=True),
+    "lengths": Input("BLEU-by-length tables, one per test set", _tables, runs=True, one_per="testset"),
     "scores": Input("the score table (scores.tsv)", read_table, single=True, runs=True),
     "benchmarks": Input("Snakemake benchmark files, benchmarks/<rule>/<job>.tsv", _benchmarks),
     "reliance_runs": Input(
-        "`mixnmt reliance` tables, one per model and seed", _tables, runs=True, per_run=True
+        "`mixnmt reliance` tables, one per model and seed", _tables, runs=True, one_per="run"
     ),
     "use_runs": Input(
         "`mixnmt reliance --use` tables (knock-outs), one per model and seed",
         _tables,
         runs=True,
-        per_run=True,
+        one_per="run",
     ),
-    "contrast_runs": Input("`mixnmt contrasts` files, one per test set", _json, runs=True),
-    "alignment_runs": Input("`mixnmt align` files, one per model and seed", _json, runs=True, per_run=True),
+    "contrast_runs": Input("`mixnmt contrasts` files, one per test set", _json, runs=True, one_per="testset"),
+    "alignment_runs": Input("`mixnmt align` files, one per model and seed", _json, runs=True, one_per="run"),
     "silver": Input("silver word alignments (mixnmt silver)", read_json, single=True),
     "cost": Input("the cost table (tables/cost.tsv)", read_table, single=True),
     "components": Input("the component table (tables/components.tsv)", read_table, single=True),

@@ -223,13 +223,29 @@ def refuse_misnamed(named: dict[str, Path]) -> None:
                 )
 
 
-def refuse_twice(paths: list[Path], what: str) -> None:
-    """Raise MixnmtError, naming both files, if two of `paths` (`what`: one file per run)
-    record the same run: its rows would count as two runs'."""
+def refuse_twice(paths: list[Path], what: str, one_per: str = "run") -> None:
+    """Raise MixnmtError, naming both files, if two of `paths` (`what`: one file per run, or
+    per test set) hold the same run (test set): its rows would count twice."""
     seen: dict[str, Path] = {}
     for path in paths:
-        for record in records(path) or []:
-            key = run(record.get("model"), record.get("seed"))
+        held = (
+            held_testsets(path)
+            if one_per == "testset"
+            else [run(r.get("model"), r.get("seed")) for r in records(path) or []]
+        )
+        for key in held:
             if key in seen:
                 raise MixnmtError(f"{what}: {key} in two files ({seen[key]}, {path})")
             seen[key] = path
+
+
+def held_testsets(path: str | Path) -> list[str]:
+    """The test sets a file holds (JSON: its `testset`; a table: its distinct `testset`
+    values); none where it names none."""
+    path = Path(path)
+    if path.suffix == ".json":
+        payload = read_json(path)
+        named = isinstance(payload, dict) and isinstance(payload.get("testset"), str)
+        return [payload["testset"]] if named else []
+    table = read_table(path)
+    return list(dict.fromkeys(table["testset"])) if "testset" in table.columns else []
