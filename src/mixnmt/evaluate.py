@@ -70,7 +70,7 @@ def measured(systems: list[list[str]], refs: list[str]) -> list[dict]:
     return results
 
 
-def compared(
+def _compared(
     systems: dict[str, Path], expected: dict[str, str] | None, seed: int | None, testset: str, *texts: Path
 ) -> dict[str, dict | None]:
     """`translation_runs` of `systems` (of `seed`), each a translation of `testset`, and the
@@ -87,7 +87,7 @@ def score(hypotheses: Path, references: Path, output: Path, model: str, testset:
     the translation (from its record, if it has one), and the sha256 of the translation
     and of the references."""
     label = run(model, seed)
-    made = compared({label: hypotheses}, None, None, testset, references)[label]
+    made = _compared({label: hypotheses}, None, None, testset, references)[label]
     hyps, refs = read_aligned(hypotheses, references)
     (measures,) = measured([hyps], refs)
     result = {"model": model, "seed": seed, "testset": testset, **measures}
@@ -115,7 +115,7 @@ def significance(
     run that made each translation (each one of `expected`'s, if given)."""
     if baseline not in systems:
         raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the systems ({', '.join(systems)})")
-    made = compared(systems, expected, seed, testset, references)
+    made = _compared(systems, expected, seed, testset, references)
     order = [baseline, *(name for name in systems if name != baseline)]
     named = [(name, read_aligned(systems[name], references)[0]) for name in order]
     metrics = {key: make() for key, make in METRICS.items()}
@@ -304,7 +304,7 @@ def contrasts(
     a verdict with the equivalence `margin` (in that metric's points); every other cell is
     descriptive. Also the run that made each translation (each one of `expected`'s)."""
     labelled = {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}
-    made = compared(labelled, expected, None, testset, references)
+    made = _compared(labelled, expected, None, testset, references)
     if primary is not None and primary not in CONTRASTED:
         expected_one = ", ".join(CONTRASTED)
         raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
@@ -391,7 +391,7 @@ def bleu_by_length(
     of `expected`'s, if given)."""
     if sorted(set(edges)) != list(edges) or not edges:
         raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
-    made = compared(systems, expected, None, testset, sources, references)
+    made = _compared(systems, expected, None, testset, sources, references)
     srcs, refs = read_aligned(sources, references)
     buckets = [bisect.bisect_left(edges, len(line.split())) for line in srcs]
     labels = bucket_labels(edges)
