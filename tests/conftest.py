@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -249,20 +250,58 @@ def closure(modules: set[str], nested: bool = True) -> set[str]:
     return seen
 
 
+def rules() -> list[tuple[str, str, str]]:
+    """(rule, environment, mixnmt subcommand) for every rule that runs one."""
+    found = []
+    for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"\n(?=\s*rule\b)", path.read_text()):
+            env = re.search(r'conda:\s*(?:"\.\./\.\./envs/(\w+)\.yaml"|(TORCH_ENV))', block)
+            command = re.search(r'"mixnmt ([\w-]+)', block)
+            name = re.search(r"rule (\w+):|name:\s*f?\"([\w{}]+)\"", block)
+            if env and command and name:
+                environment = env.group(1) or "torch"  # TORCH_ENV: torch, or torch-cuda (its twin)
+                found.append((name.group(1) or name.group(2), environment, command.group(1)))
+    return found
+
+
+CLI = ROOT / "src" / "mixnmt" / "cli"
+
+
+def cli_definitions() -> dict[str, tuple[str, ast.AST]]:
+    """Every top-level function and class of the mixnmt.cli package by its name (each name
+    once in the package), with its module."""
+    found: dict[str, tuple[str, ast.AST]] = {}
+    for path in sorted(CLI.glob("*.py")):
+        module = "mixnmt.cli" + ("" if path.stem == "__init__" else f".{path.stem}")
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                assert node.name not in found, f"{node.name} in {found[node.name][0]} and {module}"
+                found[node.name] = (module, node)
+    return found
+
+
 def command_modules(command: str, nested: bool = True) -> set[str]:
-    """Every mixnmt module `mixnmt <command>` imports: those of its `cmd_` function in
-    cli.py and of the cli functions it calls, and everything they import, transitively
-    (with `nested` false, only at their top level: what runs on import)."""
-    cli = ast.parse((ROOT / "src" / "mixnmt" / "cli.py").read_text())
-    functions = {node.name: node for node in cli.body if isinstance(node, ast.FunctionDef)}
-    function = functions[f"cmd_{command.replace('-', '_')}"]
-    called = [
-        n.func.id for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    ]
-    found: set[str] = set()
-    for name in [function.name, *(c for c in called if c in functions)]:
-        found |= imported(functions[name])
-    return closure(found, nested)
+    """Every mixnmt module `mixnmt <command>` imports: the cli modules that hold its
+    `cmd_` and `_arguments` functions and the cli functions and classes they use (with what
+    those modules import on import), what those functions import, and everything that
+    imports, transitively (with `nested` false, only at their top level: what runs on import)."""
+    definitions = cli_definitions()
+    stem = command.replace("-", "_")
+    todo, reached = [f"cmd_{stem}", f"{stem}_arguments"], set()
+    while todo:
+        if (name := todo.pop()) not in reached:
+            reached.add(name)
+            todo += [
+                n.id
+                for n in ast.walk(definitions[name][1])
+                if isinstance(n, ast.Name) and n.id in definitions
+            ]
+    on_import = closure({"mixnmt.cli"} | {definitions[name][0] for name in reached}, nested=False)
+    cli = {m for m in on_import if m == "mixnmt.cli" or m.startswith("mixnmt.cli.")}
+    found = on_import - cli
+    for name in reached:
+        found |= imported(definitions[name][1], nested)
+    return cli | closure(found, nested)
 
 
 def snakemake(

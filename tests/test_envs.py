@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, command_modules
+from conftest import ROOT, command_modules, rules
 
 THIRD_PARTY = {  # import name -> the pip package of envs/*.yaml that provides it
     "torch": "torch",
@@ -22,20 +22,6 @@ THIRD_PARTY = {  # import name -> the pip package of envs/*.yaml that provides i
     "jsonschema": "jsonschema",
     "yaml": "pyyaml",
 }  # numpy comes with all
-
-
-def rules() -> list[tuple[str, str, str]]:
-    """(rule, environment, mixnmt subcommand) for every rule that runs one."""
-    found = []
-    for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
-        for block in re.split(r"\n(?=\s*rule\b)", path.read_text()):
-            env = re.search(r'conda:\s*(?:"\.\./\.\./envs/(\w+)\.yaml"|(TORCH_ENV))', block)
-            command = re.search(r'"mixnmt ([\w-]+)', block)
-            name = re.search(r"rule (\w+):|name:\s*f?\"([\w{}]+)\"", block)
-            if env and command and name:
-                environment = env.group(1) or "torch"  # TORCH_ENV: torch, or torch-cuda (its twin)
-                found.append((name.group(1) or name.group(2), environment, command.group(1)))
-    return found
 
 
 def pip_lines(env: str) -> list[str]:

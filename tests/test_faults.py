@@ -415,19 +415,26 @@ def test_a_download_that_never_ends_stops_at_its_deadline(tmp_path):
 
 
 def test_every_command_is_one_entry_with_its_own_small_argument_function():
-    """cli.COMMANDS is the one list of subcommands: each `cmd_<name>` appears there once,
-    with the function that declares its arguments, and each of those builds on its own."""
+    """cli.COMMANDS is the one list of subcommands: each `cmd_<name>` of a cli module is
+    the entry of one command that names that module, with the function that declares its
+    arguments, and each of those builds on its own."""
     import argparse
+    import importlib
     import inspect
+    import pkgutil
 
     from mixnmt import cli
 
-    runs = {name for name, f in vars(cli).items() if name.startswith("cmd_") and inspect.isfunction(f)}
-    assert sorted(c.run.__name__ for c in cli.COMMANDS.values()) == sorted(runs)
+    for found in pkgutil.iter_modules(cli.__path__):
+        module = importlib.import_module(f"mixnmt.cli.{found.name}")
+        runs = {name for name, f in vars(module).items() if name.startswith("cmd_") and inspect.isfunction(f)}
+        named = {name for name, command in cli.COMMANDS.items() if command.module == found.name}
+        assert runs == {f"cmd_{name.replace('-', '_')}" for name in named}, found.name
     for name, command in cli.COMMANDS.items():
-        assert command.run.__name__ == f"cmd_{name.replace('-', '_')}"
-        command.arguments(argparse.ArgumentParser(prog=name))
-        assert len(inspect.getsource(command.arguments).splitlines()) < 60
+        run, arguments = command.functions(name)
+        assert run.__name__ == f"cmd_{name.replace('-', '_')}"
+        arguments(argparse.ArgumentParser(prog=name))
+        assert len(inspect.getsource(arguments).splitlines()) < 60
 
 
 def test_every_option_of_every_command_says_what_it_takes():

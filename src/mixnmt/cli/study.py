@@ -1,0 +1,96 @@
+"""Commands that people run on a study, no rule does: the merged configuration that DVC
+runs, the verification of a published experiment, and its numbers in the README."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from mixnmt import MixnmtError
+from mixnmt.cli.options import add_configfiles
+from mixnmt.files import Output
+
+
+def config_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "overlays",
+        type=Path,
+        nargs="*",
+        help="config files merged onto config.yaml in order, as --configfile",
+    )
+    s.add_argument(
+        "--output",
+        type=Output,
+        help="write it to this file (config.yaml: what DVC runs); default: standard output",
+    )
+
+
+def cmd_config(a: argparse.Namespace) -> None:
+    import yaml
+
+    from mixnmt.config import for_dvc, load
+    from mixnmt.files import write_text
+
+    merged = for_dvc(load(*a.overlays))
+    names = " ".join(map(str, a.overlays)) or "nothing"
+    text = (
+        f"# config.yaml with {names} merged on it by `mixnmt config`, and `only`'s models as the\n"
+        "# entries of `models` (dvc.yaml has a stage pair per entry). `git checkout config.yaml` undoes it.\n"
+        + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
+    )
+    if a.output is None:
+        sys.stdout.write(text)
+    else:
+        write_text(a.output, text)
+
+
+def verify_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("folder", type=Path, help="an experiment's folder, results/<experiment>")
+    add_configfiles(s, "an overlay on config.yaml that made it (default: the one in experiments/ naming it)")
+    s.add_argument(
+        "--quick", action="store_true", help="compare hashes only: no scoring again, no test files needed"
+    )
+    s.add_argument(
+        "--data",
+        type=Path,
+        help="the folder of the dataset's files (default: data/<dataset>; a mirror will do)",
+    )
+
+
+def cmd_verify(a: argparse.Namespace) -> None:
+    from mixnmt.verify import verify
+
+    start = time.perf_counter()
+    chain = verify(a.folder, a.configfile or [], a.quick, a.data)
+    for line in chain.breaks:
+        print(line)
+    summary = (
+        f"{a.folder}: {chain.passed} checks passed, {len(chain.breaks)} broken, {chain.skipped} skipped "
+        f"downstream of a break ({'hashes only' if a.quick else 'every score recomputed'}; "
+        f"{time.perf_counter() - start:.0f} s)"
+    )
+    if chain.breaks:
+        raise MixnmtError(summary)
+    print(summary, file=sys.stderr)
+
+
+def readme_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("folder", type=Path, help="a published experiment's folder, results/<experiment>")
+    add_configfiles(s, "an overlay on config.yaml that made it (as for verify)")
+    s.add_argument(
+        "--readme", type=Output, default=Output("README.md"), help="the file holding its block (rewritten)"
+    )
+    s.add_argument("--check", action="store_true", help="only say whether the block is up to date")
+
+
+def cmd_readme(a: argparse.Namespace) -> None:
+    from mixnmt.readme import rewrite
+    from mixnmt.verify import configuration
+
+    current = rewrite(a.readme, a.folder, configuration(a.folder, a.configfile or []), check=a.check)
+    if a.check and not current:
+        raise MixnmtError(
+            f"{a.readme}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
+        )
