@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import diagnosis
 import torch
@@ -80,7 +81,9 @@ class Scores:
 
 
 @torch.no_grad()
-def diagnose(root: Path, model_name: str, max_tokens: int = 4096) -> list[dict[str, float]]:
+def diagnose(
+    root: Path, model_name: str, config: dict[str, Any], max_tokens: int = 4096
+) -> list[dict[str, float]]:
     layout = Layout(str(root))
     model, *spm = checkpoint.load_run(layout, model_name, 1)
     if not model.learned_components:
@@ -88,7 +91,7 @@ def diagnose(root: Path, model_name: str, max_tokens: int = 4096) -> list[dict[s
             f"{layout.checkpoint(model_name, 1)}: {model_name} has no learned components to lock onto"
         )
     sizes = (len(spm[0]), len(spm[1]))
-    data = ParallelData.load(layout.ids("valid", "en"), layout.ids("valid", "de"), sizes)
+    data = ParallelData.load(layout.ids("valid", config["src"]), layout.ids("valid", config["tgt"]), sizes)
     mixes = {name: Scores(mix) for name in model.decoder.mixtures for mix in model.mixes(f"decoder_{name}")}
     real = []
     for indices in data.batches(max_tokens):

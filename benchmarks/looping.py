@@ -1,5 +1,5 @@
 """Where a decoder reads the source while it loops: numbers per model of a trained study,
-on its own translations of the first test set (seed 1).
+on its own translations of its configuration's first test set (seed 1).
 
     python benchmarks/looping.py results/multi30k-cpu mixture-states-gated attention-small
 
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import diagnosis
 import torch
 
 from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import ParallelData, read_ids
-from mixnmt.config import load
 from mixnmt.evaluate import loops
 from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
@@ -50,7 +50,7 @@ def reads(weights: dict[str, torch.Tensor], sources: int) -> tuple[torch.Tensor,
 
 
 @torch.no_grad()
-def diagnose(root: Path, name: str, max_tokens: int = 2048) -> list[dict]:
+def diagnose(root: Path, name: str, config: dict[str, Any], max_tokens: int = 2048) -> list[dict]:
     layout = Layout(str(root))
     model, *spm = checkpoint.load_run(layout, name, 1)
     model.eval()
@@ -59,10 +59,11 @@ def diagnose(root: Path, name: str, max_tokens: int = 2048) -> list[dict]:
             f"{layout.checkpoint(name, 1)}: {name} weighs no source positions "
             "(attention, or a mixture with source: states)"
         )
-    config = load()
     testset = next(iter(config["datasets"][config["dataset"]]["test"]))
     hyps = Path(layout.translation(name, testset, 1)).read_text().splitlines()
-    data = ParallelData(read_ids(layout.ids(testset, "en"), len(spm[0])), spm[1].encode(hyps), testset)
+    data = ParallelData(
+        read_ids(layout.ids(testset, config["src"]), len(spm[0])), spm[1].encode(hyps), testset
+    )
     rows = {True: [], False: []}
     for indices in data.batches(max_tokens):
         batch = data.collate(indices)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -11,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import FAST, ROOT, tiny_model
+from mixnmt.paths import Layout
 
 
 @pytest.mark.parametrize(
@@ -73,6 +75,39 @@ def test_the_matmul_peak_is_timed_on_warm_products(speed, monkeypatch):
     assert max(sides) > 256, sides
 
 
+def study_with(folder: Path, model: str, spm: Path) -> Layout:
+    """An experiment's folder holding an untrained checkpoint of tiny model `model` (seed 1)
+    on the joint SentencePiece model `spm`."""
+    import shutil
+
+    from mixnmt import checkpoint
+    from mixnmt.tokenize import Tokenizer
+
+    layout = Layout(str(folder))
+    for target in (layout.checkpoint(model, 1), layout.spm("joint")):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(spm, layout.spm("joint"))
+    tok = Tokenizer(spm)
+    record = checkpoint.vocab_record(tok)
+    arch, hparams, weights = tiny_model(model, len(tok), dropout=0.0)
+    checkpoint.save(
+        layout.checkpoint(model, 1),
+        model,
+        arch,
+        hparams,
+        weights,
+        {"src": record, "tgt": record, "shared": True},
+    )
+    return layout
+
+
+def diagnosis_script(name: str):
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    return importlib.import_module(name)
+
+
 @pytest.mark.parametrize(
     "script, refusal",
     [
@@ -80,25 +115,50 @@ def test_the_matmul_peak_is_timed_on_warm_products(speed, monkeypatch):
         ("looping", "weighs no source positions (attention, or a mixture with source: states)"),
     ],
 )
-def test_a_diagnosis_names_the_run_it_cannot_read_in_one_line(
-    script, refusal, random_checkpoint, tiny_spm, capsys
-):
+def test_a_diagnosis_names_the_run_it_cannot_read_in_one_line(script, refusal, tiny_spm, tmp_path, capsys):
     """lockin.py and looping.py read a trained study's runs: a run that is missing, or of a
     model they cannot diagnose, is one line naming its checkpoint (they were tracebacks)."""
-    import importlib
-    import shutil
-
-    from mixnmt.paths import Layout
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    diagnosis = importlib.import_module(script)
-    study = random_checkpoint.parent / "study"
-    layout = Layout(str(study))
-    for source, target in ((random_checkpoint, layout.checkpoint("m", 1)), (tiny_spm, layout.spm("joint"))):
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(source, target)
-    for name, line in (("m", f"m {refusal}"), ("nope", "not found")):  # m: a transformer
+    layout = study_with(tmp_path / "tiny", FAST, tiny_spm)  # a transformer
+    for name, line in ((FAST, f"{FAST} {refusal}"), ("nope", "not found")):
         with pytest.raises(SystemExit) as stopped:
-            diagnosis.main([str(study), name])
+            diagnosis_script(script).main(
+                [layout.root, name, "--configfile", str(ROOT / "tests" / "tiny.yaml")]
+            )
         error = f"{script}.py: error: {layout.checkpoint(name, 1)}: {line}\n"
         assert stopped.value.code == 1 and capsys.readouterr().err == error
+
+
+@pytest.mark.parametrize("script, model", [("looping", "attention"), ("lockin", "mixture")])
+def test_a_diagnosis_reads_the_languages_and_test_set_of_the_studys_configuration(
+    script, model, tiny_source, tiny_spm, tmp_path, capsys, monkeypatch
+):
+    """A study of German into English: looping.py reads the German ids of the study's first
+    test set, lockin.py its German and English validation ids, each by the configuration
+    that made the study. (They read `ids/<t>.en` of config.yaml's first test set t, and
+    `ids/valid.en` as the source, whatever the study: a file-not-found, and the validation
+    set read backwards.)"""
+    from mixnmt.batching import ParallelData
+    from mixnmt.tokenize import encode_file
+
+    overlay = tmp_path / "reversed.yaml"
+    overlay.write_text("experiment: reversed\nsrc: de\ntgt: en\n")
+    layout = study_with(tmp_path / "reversed", model, tiny_spm)
+    Path(layout.ids("valid", "de")).parent.mkdir()
+    for split, lang in (("valid", "de"), ("valid", "en"), ("test_a", "de")):
+        encode_file(tiny_spm, tiny_source / f"{split}.{lang}", Path(layout.ids(split, lang)))
+    Path(layout.translation(model, "test_a", 1)).parent.mkdir(parents=True)
+    shutil.copy(tiny_source / "test_a.en", layout.translation(model, "test_a", 1))
+    loaded, load = [], ParallelData.load
+    monkeypatch.setattr(
+        ParallelData, "load", lambda *files, **kw: loaded.append(files[:2]) or load(*files, **kw)
+    )
+
+    tiny = str(ROOT / "tests" / "tiny.yaml")
+    diagnosis_script(script).main([layout.root, model, "--configfile", tiny, "--configfile", str(overlay)])
+    header, *lines = capsys.readouterr().out.splitlines()
+    rows = [dict(zip(header.split("\t"), line.split("\t"))) for line in lines]
+    assert rows and {row["model"] for row in rows} == {model}
+    if script == "looping":
+        assert sum(int(row["n"]) for row in rows) == len((tiny_source / "test_a.de").read_text().splitlines())
+    else:
+        assert loaded == [(layout.ids("valid", "de"), layout.ids("valid", "en"))]
