@@ -44,6 +44,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -287,6 +288,21 @@ def decode_speed(model: Seq2Seq, sources: list[list[int]], beam: int, job: dict)
     return len(sources) / (time.perf_counter() - start)
 
 
+def study_files(config: dict[str, Any], layout: Layout, model: str, seed: int) -> dict[str, Any]:
+    """What a job reads of a trained study (--data), in the languages `config` names: the
+    training ids, the run's checkpoint (None until it is trained), the source's and the
+    target's SentencePiece models, and the source ids of the first test set."""
+    languages = (config["src"], config["tgt"])
+    first = next(iter(config["datasets"][config["dataset"]]["test"]))
+    trained = Path(layout.checkpoint(model, seed))
+    return {
+        "train": tuple(layout.ids("train", lang) for lang in languages),
+        "checkpoint": trained if trained.exists() else None,
+        "spm": tuple(layout.spm("joint" if config["spm"]["joint"] else lang) for lang in languages),
+        "test": layout.ids(first, config["src"]),
+    }
+
+
 def training_data(job: dict) -> ParallelData:
     return ParallelData.load(*job["train"], (VOCAB, VOCAB)) if job["train"] else synthetic()
 
@@ -327,7 +343,7 @@ def measure(job: dict) -> dict:
     if device.type == "cuda":
         row["gpu_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
     if job["checkpoint"] and not job["reference"]:
-        trained = checkpoint.load_model(job["checkpoint"], *[Tokenizer(job["spm"])] * 2).to(device)
+        trained = checkpoint.load_model(job["checkpoint"], *map(Tokenizer, job["spm"])).to(device)
         sources = read_ids(job["test"], VOCAB)[: job["sentences"]]
         row["greedy"] = decode_speed(trained, sources, 1, job)
         row["beam"] = decode_speed(trained, sources, 5, job)
@@ -460,7 +476,6 @@ def main() -> None:
         parser.error(f"--data {a.data}: not an experiment's results folder (no ids/ in it)")
     device = torch.device(a.device)
     layout = Layout(str(a.data)) if a.data else None
-    test = sorted(a.data.glob("ids/test*.en"))[0] if a.data else None
     seed = a.seed or config["seeds"][0]
     settings = TrainConfig.values(config | {"max_steps": None}, seed=1)
     new = precision(a.precision or settings["precision"], device)
@@ -485,7 +500,7 @@ def main() -> None:
         print(f"{p} torch.mm peak: {peaks[p]:.1f} GFLOP/s on {name}")
     jobs, versus = [], {}
     for model in models:
-        ckpt = Path(layout.checkpoint(model, seed)) if layout else None
+        files = study_files(config, layout, model, seed) if layout else {"train": None, "checkpoint": None}
         reference = reference_for(model, config["models"][model]) if a.references else None
         runs = [(path, None) for path in paths] + ([("new", reference)] if reference else [])
         for path, ref in runs:
@@ -506,10 +521,7 @@ def main() -> None:
                     "settings": settings,
                     "decode": config["decode"],
                     "sentences": a.sentences,
-                    "train": (layout.ids("train", "en"), layout.ids("train", "de")) if layout else None,
-                    "checkpoint": ckpt if ckpt and ckpt.exists() else None,
-                    "spm": layout.spm("joint" if config["spm"]["joint"] else "en") if layout else None,
-                    "test": test,
+                    **files,
                 }
             )
     spawn = get_context("spawn")

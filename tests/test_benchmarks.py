@@ -75,6 +75,24 @@ def test_the_matmul_peak_is_timed_on_warm_products(speed, monkeypatch):
     assert max(sides) > 256, sides
 
 
+def test_speed_reads_a_study_in_the_languages_of_its_configuration(speed, tmp_path):
+    """speed.py --data reads a study's training ids, SentencePiece models and first test
+    set in the languages its configuration names. (It read ids/train.en as the source and
+    the first ids/test*.en, and gave the source's SentencePiece model to both sides, which
+    a study with a model per language refuses.)"""
+    from mixnmt.config import load
+
+    overlay = tmp_path / "reversed.yaml"
+    overlay.write_text("src: de\ntgt: en\nspm: {joint: false}\n")
+    layout = Layout(str(tmp_path / "study"))
+    assert speed.study_files(load(ROOT / "tests" / "tiny.yaml", overlay), layout, "attention", 1) == {
+        "train": (layout.ids("train", "de"), layout.ids("train", "en")),
+        "checkpoint": None,
+        "spm": (layout.spm("de"), layout.spm("en")),
+        "test": layout.ids("test_a", "de"),
+    }
+
+
 def study_with(folder: Path, model: str, spm: Path) -> Layout:
     """An experiment's folder holding an untrained checkpoint of tiny model `model` (seed 1)
     on the joint SentencePiece model `spm`."""
