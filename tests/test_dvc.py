@@ -288,7 +288,8 @@ def test_each_stage_depends_on_exactly_the_code_its_commands_run():
 
 def test_an_edit_to_one_stages_commands_reruns_no_other_stage():
     """A stage depends on the command modules of its own commands (mixnmt.cli.<module>) and
-    on the shared options, no other: an edit to the report's options retrains nothing.
+    on the shared options, no other: an edit to the report's options retrains nothing, and
+    one to the contrasts' statistics translates nothing again.
     (Before, one cli.py held every command, and dvc.yaml's every stage depended on it.)"""
     from mixnmt.cli import COMMANDS
 
@@ -299,6 +300,9 @@ def test_an_edit_to_one_stages_commands_reruns_no_other_stage():
         shared = {"src/mixnmt/cli/__init__.py", "src/mixnmt/cli/options.py"}
         assert {d for d in deps if d.startswith("src/mixnmt/cli")} == own | shared, stage
     assert "src/mixnmt/cli/report.py" not in stages["train"]["do"]["deps"]
+    # nor an edit to the contrasts' statistics or the score table a translation (they sat
+    # in evaluate.py beside `score`, which the translating stage runs)
+    assert not {"src/mixnmt/compare.py", "src/mixnmt/scoretable.py"} & set(stages["evaluate"]["do"]["deps"])
 
 
 def test_metrics_and_plots_show_the_committed_cpu_run(tmp_path):

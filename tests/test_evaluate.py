@@ -9,11 +9,13 @@ import sacrebleu
 
 from mixnmt import MixnmtError
 from mixnmt.cli import main
-from mixnmt.evaluate import aggregate, bleu_by_length, contrasts, holm, loops, score, significance
+from mixnmt.compare import bleu_by_length, contrasts, holm, significance
+from mixnmt.evaluate import loops, score
 from mixnmt.files import sha256sum
 from mixnmt.provenance import code_version
 from mixnmt.report import markdown_scores
 from mixnmt.runs import identity
+from mixnmt.scoretable import aggregate
 
 HYPS = ["Ein Hund rennt im Park .", "Zwei Männer sitzen .", ""]
 REFS = ["Ein Hund rennt durch den Park .", "Zwei Männer sitzen auf einer Bank .", "Ein Kind ."]
@@ -470,7 +472,7 @@ def test_identical_runs_are_equivalent_within_the_margin_and_one_run_decides_not
 def test_welch_is_scipys_unequal_variance_t_test_with_its_interval_and_detectable_effect():
     from scipy import stats
 
-    from mixnmt.evaluate import POWER, welch
+    from mixnmt.compare import POWER, welch
 
     a, b = [24.28, 23.34, 24.13, 23.9, 24.6], [21.69, 22.95, 23.04]
     level = welch(a, b, 1.0)
@@ -505,7 +507,7 @@ def test_the_published_k64_against_k0_contrast_is_not_declared_a_difference():
     """Three-seed chrF of the CPU study as published (test_2016_flickr): mixture-summary-k0
     against mixture-summary. Every seed's difference has the same sign, so the bootstrap
     of three seeds put p at its floor; against the seeds' spread, Welch's t does not."""
-    from mixnmt.evaluate import welch
+    from mixnmt.compare import welch
 
     k0, k64 = [24.28, 23.34, 24.13], [21.69, 22.95, 23.04]
     assert all(b < a for a, b in zip(k0, k64))
@@ -539,7 +541,7 @@ def test_the_primary_test_keeps_its_false_positive_rate_under_the_null(seeds):
     declared equivalent by the two one-sided tests in at most 5% too."""
     from sacrebleu.metrics import CHRF
 
-    from mixnmt.evaluate import corpus_score, welch
+    from mixnmt.compare import corpus_score, welch
 
     rng, metric, experiments, margin = np.random.default_rng(seeds), CHRF(), 2000, 1.0
     sentences = (rng.integers(20, 120, 200), rng.normal(0, 1, 200))  # one test set
@@ -563,7 +565,7 @@ def test_an_equivalence_is_held_to_holms_family_wise_rate_as_a_difference_is():
     three contrasts, as the differences are: undecided, where the rule before (the 90%
     interval inside the margin, uncorrected) published "equivalent". The difference of the
     first stays a difference."""
-    from mixnmt.evaluate import judge
+    from mixnmt.compare import judge
 
     def contrast(delta: float, p: float | None, tost_p: float | None) -> dict:
         return {"chrf_delta": delta, "chrf_p": p, "chrf_tost_p": tost_p}

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mixnmt.files import sha256sum
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 

@@ -29,9 +29,10 @@ from typing import Any
 import pandas as pd
 
 from mixnmt import MixnmtError
+from mixnmt.compare import bleu_by_length
 from mixnmt.config import fingerprints, load, primary, read, selected
 from mixnmt.data import read_parallel
-from mixnmt.evaluate import aggregate, bleu_by_length, headline_numbers, measured
+from mixnmt.evaluate import measured
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_lines, write_table, write_text
 from mixnmt.inputs import INPUTS, input_files
@@ -39,6 +40,7 @@ from mixnmt.paths import Layout, run
 from mixnmt.provenance import INPUTS_KEY
 from mixnmt.report import CONFIG_INPUT, ReportInputs, config_digest, markdown_scores, read_inputs, reported
 from mixnmt.runs import IDENTITY, fingerprint, records
+from mixnmt.scoretable import aggregate, headline_numbers
 from mixnmt.tables import TABLES
 
 LEGACY = "an old format that records no run fingerprint; remake it with the current code"

@@ -58,7 +58,7 @@ def significance_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import significance
+    from mixnmt.compare import significance
 
     significance(a.references, a.systems, a.baseline, a.resamples, a.testset, a.seed, a.output, a.runs)
 
@@ -100,7 +100,7 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_contrasts(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import contrasts
+    from mixnmt.compare import contrasts
 
     runs: dict[str, dict[int, Path]] = {}
     for (model, seed), path in a.translations.items():
@@ -120,7 +120,7 @@ def lengths_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_lengths(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import bleu_by_length
+    from mixnmt.compare import bleu_by_length
 
     bleu_by_length(a.sources, a.references, a.systems, a.edges, a.resamples, a.testset, a.output, a.runs)
 
@@ -139,9 +139,9 @@ def aggregate_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_aggregate(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import aggregate
     from mixnmt.files import write_text
     from mixnmt.report import markdown_scores
+    from mixnmt.scoretable import aggregate
 
     table, tests = aggregate(a.scores, a.significance, a.manifests, a.reliance, a.output, a.metrics, a.runs)
     write_text(a.markdown, markdown_scores(table, tests))
@@ -155,6 +155,6 @@ def headline_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_headline(a: argparse.Namespace) -> None:
-    from mixnmt.evaluate import headline
+    from mixnmt.scoretable import headline
 
     headline(a.scores, a.output)

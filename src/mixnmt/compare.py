@@ -1,0 +1,344 @@
+"""Comparisons of systems on one test set: sacreBLEU's paired bootstrap against a
+baseline (per seed), contrasts over seeds (Welch's t, equivalence by TOST, Holm's
+correction; the bootstrap of runs and sentences describes them) and BLEU by source length."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.significance import PairedTest
+
+from mixnmt import MixnmtError
+from mixnmt.evaluate import compared, read_aligned
+from mixnmt.files import read_lines, write_json, write_table
+from mixnmt.paths import run
+from mixnmt.provenance import code_version, stamped
+
+METRICS = {"bleu": BLEU, "chrf": CHRF, "ter": TER}  # sacreBLEU defaults: 13a, chrF2, tercom
+CONTRASTED = ("bleu", "chrf")  # the metrics of the contrasts, one of them primary
+ALPHA = 0.05  # the family-wise error rate of the primary contrasts (Holm)
+POWER = 0.8  # of the minimum detectable effect
+
+
+def significance(
+    references: Path,
+    systems: dict[str, Path],
+    baseline: str,
+    resamples: int,
+    testset: str,
+    seed: int,
+    output: Path,
+    expected: dict[str, str] | None = None,
+) -> dict:
+    """BLEU, chrF and TER of every system with 95% confidence intervals, and the p-value
+    of its difference from `baseline`: sacreBLEU's paired bootstrap resampling; with the
+    run that made each translation (each one of `expected`'s, if given)."""
+    if baseline not in systems:
+        raise MixnmtError(f"analysis.baseline: {baseline!r} is not one of the systems ({', '.join(systems)})")
+    made = compared(systems, expected, seed, testset, references)
+    order = [baseline, *(name for name in systems if name != baseline)]
+    named = [(name, read_aligned(systems[name], references)[0]) for name in order]
+    metrics = {key: make() for key, make in METRICS.items()}
+    test = PairedTest(named, metrics, [read_lines(references)], test_type="bs", n_samples=resamples)
+    signatures, results = test()  # keyed by sacreBLEU's metric names, in the order of `metrics`
+    rows = []
+    for i, model in enumerate(results["System"]):
+        row = {"model": model, "testset": testset}
+        for key, name in zip(metrics, signatures):
+            result = results[name][i]
+            p = None if result.p_value is None else float(result.p_value)  # sacreBLEU gives numpy floats
+            row |= {
+                key: round(float(result.score), 2),
+                f"{key}_ci": round(float(result.ci), 2),
+                f"{key}_p": p,
+            }
+        rows.append(row)
+    payload = {
+        "testset": testset,
+        "seed": seed,
+        "baseline": baseline,
+        "signatures": {key: str(sig) for key, sig in zip(metrics, signatures.values())},
+        "systems": rows,
+        "runs": made,
+        "commit": code_version(),
+    }
+    write_json(output, payload)
+    return payload
+
+
+def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
+    """The corpus score of sentence statistics (sentences, stats), as sacreBLEU's own
+    bootstrap computes it."""
+    return metric._compute_score_from_stats(list(stats.sum(0))).score
+
+
+def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
+    """B minus A with the training run as the unit: the difference of the mean corpus
+    scores over each model's runs (unpaired: seed i of A has nothing to do with seed i of
+    B), Welch's t test of it (two-sided p; 95% and 90% intervals), the p of the two
+    one-sided tests that it lies within +-`margin` (`tost_p`: below ALPHA exactly where the
+    90% interval lies inside the margin), and the minimum detectable effect (two-sided
+    ALPHA, POWER) at these runs' spread. Assumes the runs' scores are normal within each
+    model, variances may differ. NaN where a model has one run."""
+    delta = float(np.mean(b) - np.mean(a))
+    if min(len(a), len(b)) < 2:
+        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df", "mde")
+        return {"delta": delta, **dict.fromkeys(undefined, math.nan)}
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:  # every run of both models scores the same: the difference is exact
+        p, tost_p = (1.0 if delta == 0 else 0.0), (0.0 if abs(delta) < margin else 1.0)
+        exact = dict.fromkeys(("low", "high", "low90", "high90"), delta)
+        return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf, "mde": 0.0}
+    from scipy.stats import t as student  # here, not above: a second's import in every scoring job
+
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = student(df)
+    half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
+    return {
+        "delta": delta,
+        "low": delta - half95,
+        "high": delta + half95,
+        "low90": delta - half90,
+        "high90": delta + half90,
+        "p": float(2 * t.sf(abs(delta) / se)),
+        "tost_p": float(max(t.sf((margin + delta) / se), t.sf((margin - delta) / se))),
+        "df": float(df),
+        "mde": float((t.ppf(1 - ALPHA / 2) + t.ppf(POWER)) * se),
+    }
+
+
+def bootstrap_runs(
+    a: list[np.ndarray], b: list[np.ndarray], metric: BLEU | CHRF, resamples: int, rng: np.random.Generator
+) -> dict[str, float]:
+    """The secondary description of B minus A: a bootstrap that resamples each model's
+    runs (independently) and the test sentences (the same ones for both): 95% interval
+    and two-sided p. With few runs it is too narrow (3 runs have 10 distinct resamples and
+    a plug-in variance), so no claim rests on it. `a`, `b`: each run's sentence statistics."""
+    n = len(a[0])
+    draws = np.empty(resamples)
+    for r in range(resamples):
+        ia, ib = rng.integers(len(a), size=len(a)), rng.integers(len(b), size=len(b))
+        sentences = rng.integers(n, size=n)
+        draws[r] = np.mean([corpus_score(metric, b[i][sentences]) for i in ib]) - np.mean(
+            [corpus_score(metric, a[i][sentences]) for i in ia]
+        )
+    low, high = np.percentile(draws, [2.5, 97.5])
+    p = 2 * min((draws <= 0).mean(), (draws >= 0).mean())  # a draw of exactly 0 counts on both sides
+    return {
+        "boot_low": float(low),
+        "boot_high": float(high),
+        "boot_p": float(min(max(p, 1 / resamples), 1.0)),
+    }
+
+
+def paired_p(a: str, hyps_a: list[str], b: str, hyps_b: list[str], refs: list[str], resamples: int) -> dict:
+    """sacreBLEU's paired bootstrap of B against A on one seed's translations: the
+    p-value of its BLEU and of its chrF difference."""
+    named, metrics = [(a, hyps_a), (b, hyps_b)], {"bleu": BLEU(), "chrf": CHRF()}
+    _, results = PairedTest(named, metrics, [refs], test_type="bs", n_samples=resamples)()
+    return {"bleu": float(results["BLEU"][1].p_value), "chrf": float(results["chrF2"][1].p_value)}
+
+
+def holm(p: list[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for a family of tests."""
+    order = sorted(range(len(p)), key=p.__getitem__)
+    adjusted, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def verdict(level: dict[str, float | None], margin: float) -> str:
+    """What a primary contrast supports: a difference (Welch's p, Holm-adjusted over the
+    contrasts, below ALPHA), no difference (the two one-sided tests' p against +-margin,
+    Holm-adjusted over the contrasts in the same way, below ALPHA), or neither (also where a
+    model has one run)."""
+    if level["p_holm"] < ALPHA:
+        return "B better" if level["delta"] > 0 else "A better"
+    if level["tost_p_holm"] < ALPHA:
+        return f"equivalent (within {margin:g})"
+    return "undecided"
+
+
+def judge(rows: list[dict], metric: str, margin: float) -> None:
+    """The verdicts of the primary cells, in `metric`, of a study's contrasts (`rows`):
+    Welch's p and the two one-sided tests' p, each Holm-adjusted over the contrasts
+    (`<metric>_p_holm`, `<metric>_tost_p_holm`; a model with one run counts as p = 1), so
+    that a claimed equivalence is held to the family-wise ALPHA that a claimed difference is."""
+    for test in ("p", "tost_p"):
+        tested = [1.0 if row[f"{metric}_{test}"] is None else row[f"{metric}_{test}"] for row in rows]
+        for row, adjusted in zip(rows, holm(tested)):
+            row[f"{metric}_{test}_holm"] = round(adjusted, 4)
+    for row in rows:
+        level = {k.removeprefix(f"{metric}_"): v for k, v in row.items() if k.startswith(f"{metric}_")}
+        row[f"{metric}_verdict"] = verdict(level, margin)
+
+
+def _contrasted(
+    references: Path, runs: dict[str, dict[int, Path]], pairs: list[tuple[str, str]], metrics: dict
+) -> tuple[dict, dict]:
+    """Per (model, seed) of the contrasted runs: its translation's lines, and per metric
+    its sentence statistics (sentences, stats)."""
+    refs = read_lines(references)
+    stats, texts = {}, {}
+    for a, b in pairs:
+        for name in (a, b):
+            if name not in runs:
+                raise MixnmtError(
+                    f"analysis.contrasts: {name!r} is not one of the systems ({', '.join(runs)})"
+                )
+            for seed, path in runs[name].items():
+                if (name, seed) not in texts:
+                    texts[name, seed] = read_aligned(path, references)[0]
+                    stats[name, seed] = {
+                        key: np.array(m._extract_corpus_statistics(texts[name, seed], [refs]))
+                        for key, m in metrics.items()
+                    }
+    return texts, stats
+
+
+def contrasts(
+    references: Path,
+    runs: dict[str, dict[int, Path]],
+    pairs: list[tuple[str, str]],
+    resamples: int,
+    margin: float,
+    testset: str,
+    output: Path,
+    primary: str | None = None,
+    expected: dict[str, str] | None = None,
+) -> dict:
+    """Each contrast (A, B) of the study on one test set, over every run's translations
+    (`runs`: model -> seed -> path): per metric, B's score minus A's as the difference of
+    their means over runs, with Welch's t test (`welch`: interval, p, minimum detectable
+    effect) and the bootstrap of runs and sentences as a secondary description
+    (`bootstrap_runs`); beside them, per seed both models have, sacreBLEU's paired
+    bootstrap p (the test sentences' sampling only). In the `primary` metric (given where
+    this is the pre-declared test set) Holm adjusts the contrasts' p-values and each gets
+    a verdict with the equivalence `margin` (in that metric's points); every other cell is
+    descriptive. Also the run that made each translation (each one of `expected`'s)."""
+    labelled = {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}
+    made = compared(labelled, expected, None, testset, references)
+    if primary is not None and primary not in CONTRASTED:
+        expected_one = ", ".join(CONTRASTED)
+        raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
+    refs, metrics = read_lines(references), {key: METRICS[key]() for key in CONTRASTED}
+    texts, stats = _contrasted(references, runs, pairs, metrics)
+    rows = []
+    for a, b in pairs:
+        paired = sorted(set(runs[a]) & set(runs[b]))
+        per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in paired]
+        row = {"testset": testset, "a": a, "b": b, "seeds_a": len(runs[a]), "seeds_b": len(runs[b])}
+        for key, metric in metrics.items():
+            of_a, of_b = ([stats[name, s][key] for s in sorted(runs[name])] for name in (a, b))
+            described = _described(of_a, of_b, metric, resamples, _draws(a, b, key), margin)
+            row |= {f"{key}_{k}": v for k, v in described.items()}
+            row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
+            row[f"{key}_p_holm"], row[f"{key}_tost_p_holm"], row[f"{key}_verdict"] = None, None, "descriptive"
+        rows.append(row)
+    if primary is not None:
+        judge(rows, primary, margin)
+    payload = {
+        "testset": testset,
+        "margin": margin,
+        "primary": primary,
+        "contrasts": rows,
+        "runs": made,
+        "commit": code_version(),
+    }
+    write_json(output, payload)
+    return payload
+
+
+def _draws(a: str, b: str, metric: str) -> np.random.Generator:
+    """The random stream of one contrast's bootstrap in one metric, seeded by their names:
+    a contrast's resamples are the same whichever contrasts the study adds before it."""
+    return np.random.default_rng(list(f"{a}\t{b}\t{metric}".encode()))
+
+
+def _described(
+    a: list[np.ndarray],
+    b: list[np.ndarray],
+    metric: BLEU | CHRF,
+    resamples: int,
+    rng: np.random.Generator,
+    margin: float,
+) -> dict[str, float | None]:
+    """Of one metric, both models' mean and sd of their runs' corpus scores, `welch`'s
+    statistics (against the equivalence `margin`) and `bootstrap_runs`', rounded as the
+    contrast file keeps them. `a`, `b`: each run's sentence statistics."""
+    scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
+    row: dict[str, float | None] = {}
+    for side, values in scores.items():
+        row[side] = round(float(np.mean(values)), 2)
+        row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
+    level = welch(scores["a"], scores["b"], margin) | bootstrap_runs(a, b, metric, resamples, rng)
+    return row | {k: _rounded(k, v) for k, v in level.items()}
+
+
+def _rounded(key: str, value: float) -> float | None:
+    """A statistic as the contrast file keeps it: p-values to 4 decimals, the rest to 2;
+    None where it is undefined (one run)."""
+    if math.isnan(value):
+        return None
+    return round(value, 4 if key.endswith("p") else 2)
+
+
+def bucket_labels(edges: list[int]) -> list[str]:
+    """Names of the source-length buckets that `edges` (words, increasing) delimit."""
+    labels = [f"<={edges[0]}"] + [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:])]
+    return labels + [f">{edges[-1]}"]
+
+
+def bleu_by_length(
+    sources: Path,
+    references: Path,
+    systems: dict[str, Path],
+    edges: list[int],
+    resamples: int,
+    testset: str,
+    output: Path,
+    expected: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """BLEU of every system on the sentences of each source-length bucket (in words),
+    with sacreBLEU's 95% bootstrap interval; each row names the system's run (each one
+    of `expected`'s, if given)."""
+    if sorted(set(edges)) != list(edges) or not edges:
+        raise MixnmtError(f"analysis.length_buckets: expected increasing word counts, got {edges}")
+    made = compared(systems, expected, None, testset, sources, references)
+    srcs, refs = read_aligned(sources, references)
+    buckets = [bisect.bisect_left(edges, len(line.split())) for line in srcs]
+    labels = bucket_labels(edges)
+    chosen = {label: [i for i, bucket in enumerate(buckets) if bucket == b] for b, label in enumerate(labels)}
+    # Each bucket's reference n-grams, extracted once for every system (sacreBLEU's cache);
+    # a bucket without sentences has no BLEU.
+    metrics = {label: BLEU(references=[[refs[i] for i in lines]]) for label, lines in chosen.items() if lines}
+    rows = []
+    for model, path in systems.items():
+        hyps, _ = read_aligned(path, references)
+        for label, lines in chosen.items():
+            bleu, ci = math.nan, math.nan
+            if lines:
+                found = metrics[label].corpus_score([hyps[i] for i in lines], None, n_bootstrap=resamples)
+                bleu, ci = round(found.score, 2), round(found._ci, 2)  # sacreBLEU's bootstrap
+            rows.append(
+                {
+                    "testset": testset,
+                    "model": model,
+                    "bucket": label,
+                    "sentences": len(lines),
+                    "bleu": bleu,
+                    "bleu_ci": ci,
+                    **{k: (made[model] or {}).get(k) for k in ("seed", "fingerprint")},
+                }
+            )
+    table = stamped(pd.DataFrame(rows))
+    write_table(output, table)
+    return table
