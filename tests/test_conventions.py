@@ -56,6 +56,7 @@ def test_defaults_live_in_the_constructors_only():
         ("mixnmt.train", "mixnmt.analysis"),  # training logs mixture usage from mixnmt.usage
         ("mixnmt.compare", "scipy.stats"),  # a second per bootstrap job; only Welch's t needs it
         ("mixnmt.evaluate", "pandas"),  # half a second per scoring job, which reads no table
+        ("mixnmt.train", "pandas"),  # nor does a training job
     ],
 )
 def test_a_module_does_not_import_what_it_does_not_need(module, kept_out):

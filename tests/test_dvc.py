@@ -300,9 +300,11 @@ def test_an_edit_to_one_stages_commands_reruns_no_other_stage():
         shared = {"src/mixnmt/cli/__init__.py", "src/mixnmt/cli/options.py"}
         assert {d for d in deps if d.startswith("src/mixnmt/cli")} == own | shared, stage
     assert "src/mixnmt/cli/report.py" not in stages["train"]["do"]["deps"]
-    # nor an edit to the contrasts' statistics or the score table a translation (they sat
-    # in evaluate.py beside `score`, which the translating stage runs)
+    # Nor does the report's own code: the contrasts' statistics and the score table (beside
+    # `score` in evaluate.py before) translate nothing again, and the figures' input registry
+    # (where training read the columns of metrics.tsv before) retrains nothing.
     assert not {"src/mixnmt/compare.py", "src/mixnmt/scoretable.py"} & set(stages["evaluate"]["do"]["deps"])
+    assert "src/mixnmt/inputs.py" not in stages["train"]["do"]["deps"]
 
 
 def test_metrics_and_plots_show_the_committed_cpu_run(tmp_path):

@@ -25,7 +25,8 @@ from mixnmt.config import TrainConfig
 from mixnmt.download import download
 from mixnmt.figures import FIGURES
 from mixnmt.files import sha256sum
-from mixnmt.inputs import INPUTS, METRICS
+from mixnmt.inputs import INPUTS
+from mixnmt.paths import METRICS
 from mixnmt.tables import TABLES
 
 

@@ -21,9 +21,9 @@ from mixnmt.cli import main
 from mixnmt.config import config_section
 from mixnmt.device import autocast_dtype, native_bf16, pick_device
 from mixnmt.files import sha256sum
-from mixnmt.inputs import METRICS
 from mixnmt.models import REGISTRY, build, resolve
 from mixnmt.models.latent import Latent
+from mixnmt.paths import METRICS
 from mixnmt.runs import definition, fingerprint, identity
 from mixnmt.train import TrainConfig, TrainFiles, train
 from mixnmt.trainer import Trainer, inverse_sqrt, validate

@@ -14,10 +14,7 @@ from typing import Any
 import pandas as pd
 
 from mixnmt.files import read_json, read_table
-from mixnmt.paths import Layout, run
-
-METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
-"""The columns of a training run's metrics.tsv (one row per epoch), before any mixture's."""
+from mixnmt.paths import METRICS, Layout, run
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ STATES = "states"
 deletes a stage's outputs before it reruns it, and an interrupted run must resume);
 also left out of tarballs."""
 
+METRICS = ("epoch", "step", "train_loss", "valid_loss", "valid_ppl", "valid_bleu", "tokens_per_s", "seconds")
+"""The columns of a training run's metrics.tsv (`Layout.train`), one row per epoch, before
+any mixture's: what training writes and the figures and tables read."""
+
 
 def run(model: str = "{model}", seed: str | int = "{seed}") -> str:
     """The folder part of one training run's outputs: <model>/seed<seed>."""

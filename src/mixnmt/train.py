@@ -30,9 +30,9 @@ from mixnmt.config import TrainConfig
 from mixnmt.decode import DecodeConfig, translate_ids
 from mixnmt.device import autocast_dtype, emulated_bf16, peak_memory_mb, pick_device, precision
 from mixnmt.files import remove_leftovers, sha256sum, write_json, write_lines
-from mixnmt.inputs import METRICS
 from mixnmt.manifest import manifest
 from mixnmt.models import Seq2Seq, build, parameter_counts, resolve
+from mixnmt.paths import METRICS
 from mixnmt.runs import definition, fingerprint, identity
 from mixnmt.stopping import StopRequested, stop_requests
 from mixnmt.tokenize import Tokenizer
