@@ -13,18 +13,15 @@ from mixnmt import MixnmtError
 from mixnmt.cli import main
 from mixnmt.config import TrainConfig, fingerprints
 from mixnmt.files import sha256sum
-from mixnmt.runs import (
-    data_definition,
-    definition,
-    fingerprint,
+from mixnmt.lineage import (
     held_testsets,
-    identity,
     records,
     refuse_foreign,
     refuse_misnamed,
     refuse_twice,
     translation_record,
 )
+from mixnmt.runs import data_definition, definition, fingerprint, identity
 
 MODEL = CONFIG["analysis"]["baseline"]
 

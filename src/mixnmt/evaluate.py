@@ -11,9 +11,10 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_lines, sha256sum, write_json
+from mixnmt.lineage import check_testset, translation_runs
 from mixnmt.paths import run
 from mixnmt.provenance import code_version
-from mixnmt.runs import RECORD, check_testset, translation_runs
+from mixnmt.runs import RECORD
 
 log = logging.getLogger(__name__)
 

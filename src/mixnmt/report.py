@@ -17,8 +17,9 @@ import pandas as pd
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
+from mixnmt.lineage import refuse_foreign
 from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY, code_version, made_from, version
-from mixnmt.runs import ADDED, refuse_foreign
+from mixnmt.runs import ADDED
 from mixnmt.tables import TABLES, table_html
 
 STYLE = """

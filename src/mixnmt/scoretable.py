@@ -10,9 +10,9 @@ import pandas as pd
 
 from mixnmt import MixnmtError
 from mixnmt.files import read_json, read_table, write_json, write_table
+from mixnmt.lineage import refuse_foreign
 from mixnmt.paths import run
 from mixnmt.provenance import version
-from mixnmt.runs import refuse_foreign
 
 FILE = "file"
 """The column that names the file a row of the score table's inputs came from, while it

@@ -36,10 +36,11 @@ from mixnmt.evaluate import measured
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_lines, write_table, write_text
 from mixnmt.inputs import INPUTS, input_files
+from mixnmt.lineage import records
 from mixnmt.paths import Layout, run
 from mixnmt.provenance import INPUTS_KEY
 from mixnmt.report import CONFIG_INPUT, ReportInputs, config_digest, markdown_scores, read_inputs, reported
-from mixnmt.runs import IDENTITY, fingerprint, records
+from mixnmt.runs import IDENTITY, fingerprint
 from mixnmt.scoretable import aggregate, headline_numbers
 from mixnmt.tables import TABLES
 

@@ -37,7 +37,7 @@ def _load_inputs(a: argparse.Namespace, kinds: tuple[str, ...]) -> dict:
     """The inputs of a figure or table, read from their `--<kind>` options, those that
     record their runs checked against `--runs`."""
     from mixnmt.inputs import INPUTS
-    from mixnmt.runs import refuse_foreign, refuse_misnamed, refuse_twice
+    from mixnmt.lineage import refuse_foreign, refuse_misnamed, refuse_twice
 
     recording = [kind for kind in kinds if INPUTS[kind].runs]
     refuse_foreign([p for kind in recording for p in _input_paths(a, kind)], a.runs)
