@@ -109,13 +109,17 @@ def test_dvc_repro_push_and_pull(tmp_path):
     run("git", "add", "-A", cwd=work)
     run("git", "commit", "-qm", "baseline", cwd=work)
 
-    # Narrow dependencies: a figure's code, or the report's rules, change the report only;
-    # one model's hyperparameter, that model's stages and the report.
-    for edited in ("src/mixnmt/plots.py", "workflow/rules/report.smk"):
+    # Narrow dependencies: a figure's code, the report's options, the contrasts' statistics,
+    # the figures' inputs or the report's rules change the report only; the checks of
+    # gathered results, what evaluates and the report; one model's hyperparameter, that
+    # model's stages and the report.
+    report_only = ["plots.py", "cli/report.py", "compare.py", "inputs.py"]
+    edits = {f"src/mixnmt/{m}": {"report"} for m in report_only} | {"workflow/rules/report.smk": {"report"}}
+    for edited, expected in (edits | {"src/mixnmt/lineage.py": {"report", *evaluate}}).items():
         with open(work / edited, "a") as f:
             f.write("# a comment\n")
-        assert stale(work) == {"report"}, edited
-    run("git", "checkout", "-q", ".", cwd=work)
+        assert stale(work) == expected, edited
+        run("git", "checkout", "-q", ".", cwd=work)
     config = yaml.safe_load((work / "config.yaml").read_text())
     config["models"][FAST]["dropout"] = 0.2
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
