@@ -590,16 +590,18 @@ def test_holm_adjusts_p_values_step_down():
 
 def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 5) -> pd.DataFrame:
     """A contrast table of one pair, a -> b, one row per test set: (chrF delta, verdict,
-    Holm p), the first test set's chrF primary (a verdict), the rest and BLEU descriptive."""
+    Holm p), the first test set's chrF primary (a verdict; 1 - p its equivalence Holm p),
+    the rest and BLEU descriptive."""
     rows = []
     for i, (delta, verdict, p) in enumerate(chrf):
         rows.append(
             {"testset": f"t{i}", "a": "small", "b": "big", "seeds_a": seeds, "seeds_b": seeds,
              "chrf_delta": delta, "chrf_ci": f"{delta - 1:+.2f} .. {delta + 1:+.2f}", "chrf_p": p / 6,
-             "chrf_p_holm": p if i == 0 else None, "chrf_mde": 1.4,
+             "chrf_p_holm": p if i == 0 else None, "chrf_tost_p_holm": round(1 - p, 4) if i == 0 else None,
+             "chrf_mde": 1.4,
              "chrf_verdict": verdict if i == 0 else "descriptive",
              "bleu_delta": 0.1, "bleu_ci": "-0.90 .. +1.10", "bleu_verdict": "descriptive", "bleu_p": 0.8,
-             "bleu_p_holm": None, "bleu_mde": 2.0}
+             "bleu_p_holm": None, "bleu_tost_p_holm": None, "bleu_mde": 2.0}
         )  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -619,8 +621,11 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
         "big against small (5 and 5 runs): chrF on t0 cannot tell small and big apart (B - A +0.30, "
         "95% [-0.70 .. +1.30], Holm p=0.400); these runs would detect 1.40 points at 80% power."
     )
-    (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.9)]))
-    assert "small and big are equivalent (within 1) points of chrF on t0" in same
+    (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.98)]))
+    assert same == (
+        "big against small (5 and 5 runs): small and big are equivalent (within 1) points of chrF on t0 "
+        "(B - A +0.10, 95% [-0.90 .. +1.10]; TOST Holm p=0.020)."
+    )
     (single,) = answer(contrast_rows([(1.5, "undecided", 1.0)], seeds=1))
     assert (
         single
@@ -630,6 +635,36 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
     assert (
         page.startswith('<p class="warning">A capped run (max_steps: 5)') and "<li>big against small" in page
     )
+
+
+def test_an_equivalence_judged_without_holms_adjustment_is_no_claim():
+    """A contrast file made before f2f4539 has no `<metric>_tost_p_holm`: its "equivalent"
+    rests on the contrast's own 90% interval, not on the family-wise rate a difference is
+    held to (part two's attention against attention-current, withdrawn). The sentence, the
+    line at a glance and the README's cell say so, instead of stating the equivalence."""
+    from mixnmt.readme import contrast_cell
+    from mixnmt.report import answer, glance
+
+    old = contrast_rows([(0.02, "equivalent (within 1)", 0.969)]).drop(columns="chrf_tost_p_holm")
+    (said,) = answer(old)
+    assert said == (
+        "big against small (5 and 5 runs): small and big were judged equivalent (within 1) points of chrF "
+        "on t0 (B - A +0.02, 95% [-0.98 .. +1.02]) by this contrast's own two one-sided tests, not "
+        "Holm-adjusted over the contrasts as a difference is: no claim."
+    )
+    assert glance(old) == (
+        "At a glance (chrF on t0): of 1 contrasts, 1 was judged equivalent without Holm's adjustment, "
+        "no claim (small and big)."
+    )
+    assert contrast_cell(old.iloc[0], "chrf") == "+0.02 [-0.98, +1.02] ≈ without Holm's adjustment, no claim"
+    new = contrast_rows([(0.02, "equivalent (within 1)", 0.969)])
+    assert contrast_cell(new.iloc[0], "chrf") == "**+0.02 [-0.98, +1.02] ≈, TOST Holm p=0.031**"
+    assert "1 finds an equivalence (small and big)" in glance(new)
+    for verdict in ("B better", "undecided"):  # the adjusted TOST p matters to an equivalence only
+        rows = contrast_rows([(0.5, verdict, 0.01)]).drop(columns="chrf_tost_p_holm")
+        assert answer(rows) == answer(contrast_rows([(0.5, verdict, 0.01)])) and "no claim" not in glance(
+            rows
+        )
 
 
 def test_the_reports_first_line_counts_the_contrasts_verdicts():
@@ -659,16 +694,17 @@ def test_the_report_shows_the_contrast_table_under_readable_headers():
     page = contrasts_html(rows)
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", page)
     assert headers[:3] == ["", "chrF", "BLEU"] and "Holm p" in headers and "95% interval (Welch)" in headers
+    assert "equivalence Holm p" in headers
     assert "detectable" in headers and "bootstrap p" in headers
     assert not any("_" in h for h in headers)  # no raw column names
     cells = re.findall(r"<td>([^<]*)</td>", page)
     assert cells[:7] == ["t0", "small", "big", "5", "5", "0.80", "0.90"]
-    assert cells[7:18] == [  # chrF first: the primary metric, where the verdicts are
-        "20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.001", "0.007", "1.40", "B better", "+1.00 .. +2.00",
-        "0.001", "0.001 0.001",
+    assert cells[7:19] == [  # chrF first: the primary metric, where the verdicts are
+        "20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.001", "0.007", "0.993", "1.40", "B better",
+        "+1.00 .. +2.00", "0.001", "0.001 0.001",
     ]  # fmt: skip
-    assert cells[18:] == [
-        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "2.00", "descriptive", "-0.50 .. +0.70",
+    assert cells[19:] == [
+        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "", "2.00", "descriptive", "-0.50 .. +0.70",
         "0.700", "0.001 0.140",
     ]  # fmt: skip
 

@@ -124,6 +124,24 @@ def test_a_table_row_edited(study):
     assert line.startswith(f"{path}: row 2 ({table.model[1]}, ") and "bleu: " in line
 
 
+def test_a_column_its_inputs_predate_is_no_difference_and_any_other_column_is():
+    """The published contrast files predate `<metric>_tost_p_holm`: their table, rebuilt
+    now, gains that column empty, and still verifies; a column the inputs do fill, or one
+    the committed table has beyond them, is a difference."""
+    from mixnmt.verify import table_differs
+
+    committed = pd.DataFrame({"a": ["x", "y"], "p": [0.1, 0.2]})
+    assert table_differs(committed, committed.assign(new=[None, None])) is None
+    assert (
+        table_differs(committed, committed.assign(new=[None, 0.5]))
+        == "columns a, p; its inputs give a, p, new"
+    )
+    assert (
+        table_differs(committed.assign(new=[None, None]), committed)
+        == "columns a, p, new; its inputs give a, p"
+    )
+
+
 def test_a_headline_file_edited(study):
     path = study / "headline" / MODEL / f"{TESTSET}.json"
     edited = json.loads(path.read_text())

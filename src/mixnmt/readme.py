@@ -14,7 +14,7 @@ from mixnmt import MixnmtError
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import METRIC_NAMES, answer, count, markdown_table
+from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, unadjusted
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
 END = "<!-- end of the results of {experiment} -->"
@@ -73,14 +73,18 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
 
 def contrast_cell(row: pd.Series, metric: str) -> str:
     """B - A [Welch's 95% interval]; in the primary cell also the verdict: A or B better
-    (with Holm's p), ≈ equivalent, ? undecided (with the minimum detectable effect)."""
+    (with Holm's p), ≈ equivalent (with the two one-sided tests' Holm p; not bold, as no
+    claim, where its file predates that adjustment), ? undecided (with the minimum
+    detectable effect)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
     verdict = row[f"{metric}_verdict"]
     if verdict in ("A better", "B better"):
         return f"**{cell} {verdict[0]}, Holm p={row[f'{metric}_p_holm']:.3f}**"
+    if unadjusted(row, metric):
+        return f"{cell} ≈ without Holm's adjustment, no claim"
     if verdict.startswith("equivalent"):
-        return f"**{cell} ≈**"
+        return f"**{cell} ≈, TOST Holm p={row[f'{metric}_tost_p_holm']:.3f}**"
     if verdict == "undecided":
         mde = row[f"{metric}_mde"]
         return f"**{cell} ?**" + ("" if pd.isna(mde) else f" (detects {mde:.1f})")
@@ -287,8 +291,9 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
             "The contrasts, B against A with the training run as the unit: the difference of the "
             "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
             f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Holm's p "
-            "over the contrasts), ≈ equivalent within the margin, or ? undecided, with the difference "
-            "these runs would detect at 80% power. Every other cell describes. "
+            "over the contrasts), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
+            "by Holm's method in the same way), or ? undecided, with the difference these runs would "
+            "detect at 80% power. Every other cell describes. "
             '"What differs" lists every hyperparameter the two entries resolve to differently.',
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",

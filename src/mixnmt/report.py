@@ -113,9 +113,18 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
     return None
 
 
+def unadjusted(row: pd.Series, metric: str) -> bool:
+    """Whether a primary cell's equivalence verdict lacks the Holm-adjusted p of the two
+    one-sided tests it rests on: a contrast file made before f2f4539, which judged an
+    equivalence by the contrast's own 90% interval while a difference had to pass Holm's
+    adjustment. Such a verdict is no claim at the family-wise rate the study declares."""
+    return row[f"{metric}_verdict"].startswith("equivalent") and pd.isna(row.get(f"{metric}_tost_p_holm"))
+
+
 def finding(row: pd.Series, metric: str) -> str:
     """What a contrast's primary cell says, by its verdict: a difference with Welch's and
-    Holm's p, equivalence within the margin, or undecided with what these runs could detect."""
+    Holm's p, equivalence within the margin with the two one-sided tests' Holm p (no claim
+    where `unadjusted`), or undecided with what these runs could detect."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
@@ -128,7 +137,13 @@ def finding(row: pd.Series, metric: str) -> str:
             f"[{ci}]; Welch p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
         )
     if verdict.startswith("equivalent"):
-        return f"{a} and {b} are {verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}])"
+        said = f"{verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]"
+        if unadjusted(row, metric):
+            return (
+                f"{a} and {b} were judged {said}) by this contrast's own two one-sided tests, not "
+                "Holm-adjusted over the contrasts as a difference is: no claim"
+            )
+        return f"{a} and {b} are {said}; TOST Holm p={row[f'{metric}_tost_p_holm']:.3f})"
     return (
         f"{where} cannot tell {a} and {b} apart (B - A {delta:+.2f}, 95% [{ci}], Holm "
         f"p={row[f'{metric}_p_holm']:.3f}); these runs would detect {row[f'{metric}_mde']:.2f} points "
@@ -157,8 +172,16 @@ def abbreviated(commit: str) -> str:
 
 def glance(contrasts: pd.DataFrame) -> str:
     """The answer in one line, from the same primary cells as `answer`: how many contrasts
-    find a difference (and which way), an equivalence, or neither."""
-    found: dict[str, list[str]] = {"difference": [], "equivalent": [], "undecided": [], "no claim": []}
+    find a difference (and which way), an equivalence, or neither, and how many make no
+    claim (one run of a model; an equivalence judged without Holm's adjustment)."""
+    said = {  # kind -> what one contrast, and several, do
+        "difference": ("finds a difference", "find a difference"),
+        "equivalent": ("finds an equivalence", "find an equivalence"),
+        "unadjusted": ("was judged equivalent without Holm's adjustment, no claim",) * 2,
+        "undecided": ("finds neither", "find neither"),
+        "no claim": ("makes no claim (one run of a model)", "make no claim (one run of a model)"),
+    }
+    found: dict[str, list[str]] = {kind: [] for kind in said}
     cells = []
     for (a, b), rows in contrasts.groupby(["a", "b"], sort=False):
         primary = primary_cell(rows)
@@ -170,16 +193,12 @@ def glance(contrasts: pd.DataFrame) -> str:
         verdict = row[f"{metric}_verdict"]
         if verdict in ("A better", "B better"):
             found["difference"].append(f"{b} over {a}" if verdict == "B better" else f"{a} over {b}")
+        elif unadjusted(row, metric):
+            found["unadjusted"].append(f"{a} and {b}")
         elif verdict.startswith("equivalent"):
             found["equivalent"].append(f"{a} and {b}")
         else:
             found["undecided"].append(f"{b} against {a}")
-    said = {  # kind -> what one contrast, and several, do
-        "difference": ("finds a difference", "find a difference"),
-        "equivalent": ("finds an equivalence", "find an equivalence"),
-        "undecided": ("finds neither", "find neither"),
-        "no claim": ("makes no claim (one run of a model)", "make no claim (one run of a model)"),
-    }
     parts = [f"{len(p)} {said[kind][len(p) > 1]} ({'; '.join(p)})" for kind, p in found.items() if p]
     where = " and ".join(dict.fromkeys(cells)) or "no pre-declared cell"
     return f"At a glance ({where}): of {contrasts.groupby(['a', 'b']).ngroups} contrasts, {'; '.join(parts)}."

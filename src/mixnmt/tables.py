@@ -73,8 +73,9 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
     """Per contrast (B against A) and test set, with the training run as the unit: each
     model's runs and parameters without embeddings (millions: a contrast should change one
     thing, at about equal size), and per metric both models' mean score, B minus A with
-    Welch's 95% interval and p, the Holm-adjusted p and the verdict (primary cells only;
-    the rest say "descriptive"), the minimum detectable effect, the secondary bootstrap of
+    Welch's 95% interval and p, the Holm-adjusted p, the Holm-adjusted p of the two
+    one-sided tests of equivalence and the verdict (primary cells only; the rest say
+    "descriptive"), the minimum detectable effect, the secondary bootstrap of
     runs and sentences, and last sacreBLEU's paired-bootstrap p of each seed (the test
     sentences' sampling only)."""
     params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
@@ -86,7 +87,9 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
             for key in ("bleu", "chrf"):
                 row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("a", "b", "delta")}
                 row[f"{key}_ci"] = interval(r[f"{key}_low"], r[f"{key}_high"])
-                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("p", "p_holm", "mde", "verdict")}
+                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("p", "p_holm")}
+                row[f"{key}_tost_p_holm"] = r.get(f"{key}_tost_p_holm")  # none in files before f2f4539
+                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("mde", "verdict")}
                 row[f"{key}_boot_ci"] = interval(r[f"{key}_boot_low"], r[f"{key}_boot_high"])
                 row[f"{key}_boot_p"] = r[f"{key}_boot_p"]
                 row[f"{key}_p_seeds"] = " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"])
@@ -110,6 +113,7 @@ METRIC_HEADERS = {  # per metric, under its name
     "ci": "95% interval (Welch)",
     "p": "Welch p",
     "p_holm": "Holm p",
+    "tost_p_holm": "equivalence Holm p",
     "mde": "detectable",
     "verdict": "verdict",
     "boot_ci": "bootstrap 95%",
@@ -129,7 +133,7 @@ def contrasts_html(table: pd.DataFrame) -> str:
     metrics = {m: names[m] for m in [*claimed, *(m for m in names if m not in claimed)]}
     shown = table[[*CONTRAST_HEADERS, *(f"{m}_{c}" for m in metrics for c in METRIC_HEADERS)]].copy()
     for m in metrics:
-        for column in ("p", "p_holm", "boot_p"):
+        for column in ("p", "p_holm", "tost_p_holm", "boot_p"):
             shown[f"{m}_{column}"] = shown[f"{m}_{column}"].map(lambda x: "" if pd.isna(x) else f"{x:.3f}")
         shown[f"{m}_delta"] = shown[f"{m}_delta"].map(lambda x: "" if pd.isna(x) else f"{x:+.2f}")
     shown.columns = pd.MultiIndex.from_tuples(
