@@ -75,3 +75,20 @@ def test_a_cpu_run_names_its_processor_and_the_instructions_bf16_runs_on(tmp_pat
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
     assert manifest.device_name(torch.device("cpu")) == "Some CPU, AVX512, AMX (3 threads)"
+
+
+def test_mixnmt_version_names_the_package_and_the_code_every_output_records(capsys, monkeypatch):
+    """`mixnmt --version`, as command-line tools have it: the package's version and the
+    commit its outputs record, so that a user can tell which code a run will stamp."""
+    import pytest
+
+    from mixnmt.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == f"mixnmt 0.1.0 (code {code_version()})\n"
+    monkeypatch.setattr("mixnmt.provenance.code_version", lambda: None)
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == "mixnmt 0.1.0 (code outside a git checkout)\n"

@@ -70,11 +70,30 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+class Version(argparse.Action):
+    """--version: the package's version and the code version that every output it writes
+    records (the commit, `+dirty` for edited code), then exit."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, help="show the version and the code's commit, and exit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import version
+
+        from mixnmt.provenance import code_version
+
+        print(f"mixnmt {version('mixnmt')} (code {code_version() or 'outside a git checkout'})")
+        parser.exit()
+
+
 def parser(arguments_of: Iterable[str] = COMMANDS) -> argparse.ArgumentParser:
     """The command line: every command, with the arguments of those in `arguments_of` (a
     command's arguments import what their choices come from: the tables' import pandas, half
     a second that a job reading no table need not spend)."""
     p = argparse.ArgumentParser(prog="mixnmt", description=__doc__.partition("\n\n")[0])
+    p.add_argument("--version", action=Version)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
         s = sub.add_parser(name, help=command.help, description=command.help)
