@@ -431,7 +431,7 @@ def test_a_contrasts_numbers_do_not_depend_on_the_contrasts_before_it(tmp_path):
     alone = contrasts(refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "1.json", "bleu")
     after = contrasts(refs, runs, [("other", "good"), ("base", "good")], 50, 0.5, "t", tmp_path / "2.json")
     (row,), (_, same) = alone["contrasts"], after["contrasts"]
-    judged = ("p_holm", "tost_p_holm", "verdict")  # Holm's family differs
+    judged = ("p_holm", "tost_p_holm", "mde_holm", "verdict")  # Holm's family differs
     assert {k: v for k, v in row.items() if not k.endswith(judged)} == {
         k: v for k, v in same.items() if not k.endswith(judged)
     }
@@ -453,6 +453,8 @@ def test_runs_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_
     (row,) = contrasts(refs, runs, [("a", "b")], 300, 0.5, "t", tmp_path / "c.json", "bleu")["contrasts"]
     assert row["bleu_low"] < 0 < row["bleu_high"] and row["bleu_verdict"] == "undecided"
     assert row["bleu_p"] > 0.5 and row["bleu_mde"] > abs(row["bleu_delta"])
+    # one contrast: Holm's strictest level is 5% itself; the descriptive metric has none
+    assert row["bleu_mde_holm"] == row["bleu_mde"] and row["chrf_mde_holm"] is None
     assert all(p < 0.05 for p in row["bleu_p_seeds"])
 
 
@@ -465,7 +467,7 @@ def test_identical_runs_are_equivalent_within_the_margin_and_one_run_decides_not
     assert row["chrf_verdict"] == "equivalent (within 0.5)"
     runs = runs_of(tmp_path, a=[HYPS], b=[GOOD])
     (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]
-    assert row["chrf_delta"] > 0 and row["chrf_p"] is None and row["chrf_mde"] is None
+    assert row["chrf_delta"] > 0 and row["chrf_p"] is None and row["chrf_mde"] is row["chrf_mde_holm"] is None
     assert row["chrf_verdict"] == "undecided"
 
 
@@ -493,6 +495,23 @@ def test_welch_is_scipys_unequal_variance_t_test_with_its_interval_and_detectabl
     assert np.mean(draws) == pytest.approx(POWER, abs=0.1)  # a t approximation, not exact
     # more runs detect less
     assert welch(a * 4, b * 6, 1.0)["mde"] < level["mde"] / 2
+    # in a Holm family of six, at its strictest level 0.05 / 6, which the contrast passes
+    # whatever the other five show
+    family = welch(a, b, 1.0, tests=6)
+    t = stats.t(family["df"])
+    assert family["mde_holm"] == pytest.approx((t.ppf(1 - 0.05 / 12) + t.ppf(POWER)) * se)
+    assert family["mde_holm"] > 1.3 * level["mde"] and family["mde"] == level["mde"]
+    assert welch(a, b, 1.0, tests=1)["mde_holm"] == pytest.approx(level["mde"])
+    assert np.isnan(level["mde_holm"])  # no family given: a descriptive cell
+    # simulated at that level with the study's five runs a model (the approximation is
+    # optimistic at strict levels and few runs: 0.71 here, 0.66 with 5 and 3 runs)
+    b5 = [*b, 22.5, 23.6]
+    shift, sd_b5 = welch(a, b5, 1.0, tests=6)["mde_holm"], np.std(b5, ddof=1)
+    draws = [
+        welch(list(rng.normal(0, sd_a, 5)), list(rng.normal(shift, sd_b5, 5)), 1.0)["p"] < 0.05 / 6
+        for _ in range(2000)
+    ]
+    assert np.mean(draws) == pytest.approx(POWER, abs=0.1)
     # equivalence within +-margin: the larger p of the two one-sided Welch tests (TOST),
     # below 0.05 exactly where the 90% interval lies inside the margin
     for margin in (0.5, 1.0, 2.0, 4.0):
@@ -598,10 +617,10 @@ def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 5) -> pd.Da
             {"testset": f"t{i}", "a": "small", "b": "big", "seeds_a": seeds, "seeds_b": seeds,
              "chrf_delta": delta, "chrf_ci": f"{delta - 1:+.2f} .. {delta + 1:+.2f}", "chrf_p": p / 6,
              "chrf_p_holm": p if i == 0 else None, "chrf_tost_p_holm": round(1 - p, 4) if i == 0 else None,
-             "chrf_mde": 1.4,
+             "chrf_mde": 1.4, "chrf_mde_holm": 2.0 if i == 0 else None,
              "chrf_verdict": verdict if i == 0 else "descriptive",
              "bleu_delta": 0.1, "bleu_ci": "-0.90 .. +1.10", "bleu_verdict": "descriptive", "bleu_p": 0.8,
-             "bleu_p_holm": None, "bleu_tost_p_holm": None, "bleu_mde": 2.0}
+             "bleu_p_holm": None, "bleu_tost_p_holm": None, "bleu_mde": 2.0, "bleu_mde_holm": None}
         )  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -619,7 +638,13 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
     (open_,) = answer(contrast_rows([(0.3, "undecided", 0.4), (2.5, "descriptive", 0.001)]))
     assert open_ == (
         "big against small (5 and 5 runs): chrF on t0 cannot tell small and big apart (B - A +0.30, "
-        "95% [-0.70 .. +1.30], Holm p=0.400); these runs would detect 1.40 points at 80% power."
+        "95% [-0.70 .. +1.30], Holm p=0.400); these runs would detect 2.00 points at 80% power, whatever "
+        "the other contrasts show."
+    )
+    (before,) = answer(contrast_rows([(0.3, "undecided", 0.4)]).drop(columns="chrf_mde_holm"))
+    assert before.endswith(  # a file made before the detectable difference at Holm's level was kept
+        "Holm p=0.400); a test of this contrast alone would detect 1.40 points at 80% power; with Holm's "
+        "adjustment over the contrasts, only a larger difference."
     )
     (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.98)]))
     assert same == (
@@ -657,6 +682,10 @@ def test_an_equivalence_judged_without_holms_adjustment_is_no_claim():
         "no claim (small and big)."
     )
     assert contrast_cell(old.iloc[0], "chrf") == "+0.02 [-0.98, +1.02] ≈ without Holm's adjustment, no claim"
+    undecided = contrast_rows([(0.3, "undecided", 0.4)])  # its detectable difference: at Holm's level
+    assert contrast_cell(undecided.iloc[0], "chrf") == "**+0.30 [-0.70, +1.30] ?** (detects 2.0)"
+    before = undecided.drop(columns="chrf_mde_holm")  # or, in a file made before it was kept, alone
+    assert contrast_cell(before.iloc[0], "chrf") == "**+0.30 [-0.70, +1.30] ?** (detects 1.4 alone)"
     new = contrast_rows([(0.02, "equivalent (within 1)", 0.969)])
     assert contrast_cell(new.iloc[0], "chrf") == "**+0.02 [-0.98, +1.02] ≈, TOST Holm p=0.031**"
     assert "1 finds an equivalence (small and big)" in glance(new)
@@ -699,13 +728,13 @@ def test_the_report_shows_the_contrast_table_under_readable_headers():
     assert not any("_" in h for h in headers)  # no raw column names
     cells = re.findall(r"<td>([^<]*)</td>", page)
     assert cells[:7] == ["t0", "small", "big", "5", "5", "0.80", "0.90"]
-    assert cells[7:19] == [  # chrF first: the primary metric, where the verdicts are
-        "20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.001", "0.007", "0.993", "1.40", "B better",
+    assert cells[7:20] == [  # chrF first: the primary metric, where the verdicts are
+        "20.00", "21.50", "+1.50", "+0.50 .. +2.50", "0.001", "0.007", "0.993", "1.40", "2.00", "B better",
         "+1.00 .. +2.00", "0.001", "0.001 0.001",
     ]  # fmt: skip
-    assert cells[19:] == [
-        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "", "2.00", "descriptive", "-0.50 .. +0.70",
-        "0.700", "0.001 0.140",
+    assert cells[20:] == [
+        "6.00", "6.10", "+0.10", "-0.90 .. +1.10", "0.800", "", "", "2.00", "", "descriptive",
+        "-0.50 .. +0.70", "0.700", "0.001 0.140",
     ]  # fmt: skip
 
 

@@ -77,29 +77,38 @@ def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
     return metric._compute_score_from_stats(list(stats.sum(0))).score
 
 
-def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
+def welch(a: list[float], b: list[float], margin: float, tests: int | None = None) -> dict[str, float]:
     """B minus A with the training run as the unit: the difference of the mean corpus
     scores over each model's runs (unpaired: seed i of A has nothing to do with seed i of
     B), Welch's t test of it (two-sided p; 95% and 90% intervals), the p of the two
     one-sided tests that it lies within +-`margin` (`tost_p`: below ALPHA exactly where the
     90% interval lies inside the margin), and the minimum detectable effect (two-sided
-    ALPHA, POWER) at these runs' spread. Assumes the runs' scores are normal within each
-    model, variances may differ. NaN where a model has one run."""
+    ALPHA, POWER) at these runs' spread: of this test alone (`mde`) and, for a contrast
+    judged in a Holm family of `tests`, at Holm's strictest level ALPHA / `tests`, which it
+    passes whatever the family's other contrasts show (`mde_holm`; NaN without `tests`);
+    both by the shift of the t quantiles, an approximation that is optimistic at strict
+    levels and few runs (tests/test_evaluate.py simulates it). Assumes the runs' scores
+    are normal within each model, variances may differ. NaN where a model has one run."""
     delta = float(np.mean(b) - np.mean(a))
     if min(len(a), len(b)) < 2:
-        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df", "mde")
+        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df", "mde", "mde_holm")
         return {"delta": delta, **dict.fromkeys(undefined, math.nan)}
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
     if se == 0:  # every run of both models scores the same: the difference is exact
         p, tost_p = (1.0 if delta == 0 else 0.0), (0.0 if abs(delta) < margin else 1.0)
         exact = dict.fromkeys(("low", "high", "low90", "high90"), delta)
-        return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf, "mde": 0.0}
+        detected = {"mde": 0.0, "mde_holm": math.nan if tests is None else 0.0}
+        return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf, **detected}
     from scipy.stats import t as student  # here, not above: a second's import in every scoring job
 
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     t = student(df)
     half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
+
+    def detectable(level: float) -> float:
+        return float((t.ppf(1 - level / 2) + t.ppf(POWER)) * se)
+
     return {
         "delta": delta,
         "low": delta - half95,
@@ -109,7 +118,8 @@ def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
         "p": float(2 * t.sf(abs(delta) / se)),
         "tost_p": float(max(t.sf((margin + delta) / se), t.sf((margin - delta) / se))),
         "df": float(df),
-        "mde": float((t.ppf(1 - ALPHA / 2) + t.ppf(POWER)) * se),
+        "mde": detectable(ALPHA),
+        "mde_holm": math.nan if tests is None else detectable(ALPHA / tests),
     }
 
 
@@ -238,7 +248,8 @@ def contrasts(
         row = {"testset": testset, "a": a, "b": b, "seeds_a": len(runs[a]), "seeds_b": len(runs[b])}
         for key, metric in metrics.items():
             of_a, of_b = ([stats[name, s][key] for s in sorted(runs[name])] for name in (a, b))
-            described = _described(of_a, of_b, metric, resamples, _draws(a, b, key), margin)
+            tests = len(pairs) if key == primary else None  # the primary cells: Holm's family
+            described = _described(of_a, of_b, metric, resamples, _draws(a, b, key), margin, tests)
             row |= {f"{key}_{k}": v for k, v in described.items()}
             row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
             row[f"{key}_p_holm"], row[f"{key}_tost_p_holm"], row[f"{key}_verdict"] = None, None, "descriptive"
@@ -270,16 +281,18 @@ def _described(
     resamples: int,
     rng: np.random.Generator,
     margin: float,
+    tests: int | None,
 ) -> dict[str, float | None]:
     """Of one metric, both models' mean and sd of their runs' corpus scores, `welch`'s
-    statistics (against the equivalence `margin`) and `bootstrap_runs`', rounded as the
-    contrast file keeps them. `a`, `b`: each run's sentence statistics."""
+    statistics (against the equivalence `margin`, in a Holm family of `tests`) and
+    `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`: each run's
+    sentence statistics."""
     scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
     row: dict[str, float | None] = {}
     for side, values in scores.items():
         row[side] = round(float(np.mean(values)), 2)
         row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
-    level = welch(scores["a"], scores["b"], margin) | bootstrap_runs(a, b, metric, resamples, rng)
+    level = welch(scores["a"], scores["b"], margin, tests) | bootstrap_runs(a, b, metric, resamples, rng)
     return row | {k: _rounded(k, v) for k, v in level.items()}
 
 

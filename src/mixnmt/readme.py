@@ -75,7 +75,8 @@ def contrast_cell(row: pd.Series, metric: str) -> str:
     """B - A [Welch's 95% interval]; in the primary cell also the verdict: A or B better
     (with Holm's p), ≈ equivalent (with the two one-sided tests' Holm p; not bold, as no
     claim, where its file predates that adjustment), ? undecided (with the minimum
-    detectable effect)."""
+    detectable effect at Holm's strictest level, or of the test alone where its file
+    predates that)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
     verdict = row[f"{metric}_verdict"]
@@ -86,8 +87,10 @@ def contrast_cell(row: pd.Series, metric: str) -> str:
     if verdict.startswith("equivalent"):
         return f"**{cell} ≈, TOST Holm p={row[f'{metric}_tost_p_holm']:.3f}**"
     if verdict == "undecided":
-        mde = row[f"{metric}_mde"]
-        return f"**{cell} ?**" + ("" if pd.isna(mde) else f" (detects {mde:.1f})")
+        family, alone = row.get(f"{metric}_mde_holm"), row[f"{metric}_mde"]
+        if not pd.isna(family):
+            return f"**{cell} ?** (detects {family:.1f})"
+        return f"**{cell} ?**" + ("" if pd.isna(alone) else f" (detects {alone:.1f} alone)")
     return cell
 
 
@@ -293,7 +296,9 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
             f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Holm's p "
             "over the contrasts), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
             "by Holm's method in the same way), or ? undecided, with the difference these runs would "
-            "detect at 80% power. Every other cell describes. "
+            "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
+            '("alone": by a test of that contrast by itself, what files made before it was kept give). '
+            "Every other cell describes. "
             '"What differs" lists every hyperparameter the two entries resolve to differently.',
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",

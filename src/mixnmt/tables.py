@@ -75,7 +75,8 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
     thing, at about equal size), and per metric both models' mean score, B minus A with
     Welch's 95% interval and p, the Holm-adjusted p, the Holm-adjusted p of the two
     one-sided tests of equivalence and the verdict (primary cells only; the rest say
-    "descriptive"), the minimum detectable effect, the secondary bootstrap of
+    "descriptive"), the minimum detectable effect of the test alone and (primary cells)
+    at Holm's strictest level, the secondary bootstrap of
     runs and sentences, and last sacreBLEU's paired-bootstrap p of each seed (the test
     sentences' sampling only)."""
     params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
@@ -89,7 +90,9 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
                 row[f"{key}_ci"] = interval(r[f"{key}_low"], r[f"{key}_high"])
                 row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("p", "p_holm")}
                 row[f"{key}_tost_p_holm"] = r.get(f"{key}_tost_p_holm")  # none in files before f2f4539
-                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("mde", "verdict")}
+                row[f"{key}_mde"] = r[f"{key}_mde"]
+                row[f"{key}_mde_holm"] = r.get(f"{key}_mde_holm")  # none in files before it was kept
+                row[f"{key}_verdict"] = r[f"{key}_verdict"]
                 row[f"{key}_boot_ci"] = interval(r[f"{key}_boot_low"], r[f"{key}_boot_high"])
                 row[f"{key}_boot_p"] = r[f"{key}_boot_p"]
                 row[f"{key}_p_seeds"] = " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"])
@@ -115,6 +118,7 @@ METRIC_HEADERS = {  # per metric, under its name
     "p_holm": "Holm p",
     "tost_p_holm": "equivalence Holm p",
     "mde": "detectable",
+    "mde_holm": "detectable (Holm)",
     "verdict": "verdict",
     "boot_ci": "bootstrap 95%",
     "boot_p": "bootstrap p",
@@ -135,6 +139,8 @@ def contrasts_html(table: pd.DataFrame) -> str:
     for m in metrics:
         for column in ("p", "p_holm", "tost_p_holm", "boot_p"):
             shown[f"{m}_{column}"] = shown[f"{m}_{column}"].map(lambda x: "" if pd.isna(x) else f"{x:.3f}")
+        for column in ("mde", "mde_holm"):
+            shown[f"{m}_{column}"] = shown[f"{m}_{column}"].map(lambda x: "" if pd.isna(x) else f"{x:.2f}")
         shown[f"{m}_delta"] = shown[f"{m}_delta"].map(lambda x: "" if pd.isna(x) else f"{x:+.2f}")
     shown.columns = pd.MultiIndex.from_tuples(
         [("", h) for h in CONTRAST_HEADERS.values()]
