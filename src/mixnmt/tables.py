@@ -69,16 +69,20 @@ def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
     return table[columns].sort_values("job", ignore_index=True).round(1)
 
 
+KEPT_SINCE = ("tost_p_holm", "mde_holm")
+"""A contrast file's statistics that files made before they were kept lack (f2f4539 and
+6ce4b8f): empty in those files' table rows."""
+
+
 def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any]]) -> pd.DataFrame:
     """Per contrast (B against A) and test set, with the training run as the unit: each
     model's runs and parameters without embeddings (millions: a contrast should change one
     thing, at about equal size), and per metric both models' mean score, B minus A with
-    Welch's 95% interval and p, the Holm-adjusted p, the Holm-adjusted p of the two
-    one-sided tests of equivalence and the verdict (primary cells only; the rest say
-    "descriptive"), the minimum detectable effect of the test alone and (primary cells)
-    at Holm's strictest level, the secondary bootstrap of
-    runs and sentences, and last sacreBLEU's paired-bootstrap p of each seed (the test
-    sentences' sampling only)."""
+    Welch's 95% interval and p, the Holm-adjusted p and that of the two one-sided tests of
+    equivalence, the minimum detectable effect of the test alone and at Holm's strictest
+    level, and the verdict (the Holm columns in primary cells only; the rest say
+    "descriptive"), the secondary bootstrap of runs and sentences, and last sacreBLEU's
+    paired-bootstrap p of each seed (the test sentences' sampling only)."""
     params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
     rows = []
     for c in contrast_runs:
@@ -88,11 +92,8 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
             for key in ("bleu", "chrf"):
                 row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("a", "b", "delta")}
                 row[f"{key}_ci"] = interval(r[f"{key}_low"], r[f"{key}_high"])
-                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("p", "p_holm")}
-                row[f"{key}_tost_p_holm"] = r.get(f"{key}_tost_p_holm")  # none in files before f2f4539
-                row[f"{key}_mde"] = r[f"{key}_mde"]
-                row[f"{key}_mde_holm"] = r.get(f"{key}_mde_holm")  # none in files before it was kept
-                row[f"{key}_verdict"] = r[f"{key}_verdict"]
+                for k in ("p", "p_holm", "tost_p_holm", "mde", "mde_holm", "verdict"):
+                    row[f"{key}_{k}"] = r.get(f"{key}_{k}") if k in KEPT_SINCE else r[f"{key}_{k}"]
                 row[f"{key}_boot_ci"] = interval(r[f"{key}_boot_low"], r[f"{key}_boot_high"])
                 row[f"{key}_boot_p"] = r[f"{key}_boot_p"]
                 row[f"{key}_p_seeds"] = " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"])
