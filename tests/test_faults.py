@@ -438,6 +438,25 @@ def test_every_command_is_one_entry_with_its_own_small_argument_function():
         assert len(inspect.getsource(arguments).splitlines()) < 60
 
 
+def test_every_table_and_figure_is_listed_with_a_whole_line_of_help(capsys):
+    """`mixnmt table --help` listed each table by the first line of its builder's
+    docstring, cut mid-sentence ("..., with the training run as the unit: each"); tables
+    now declare a line of help, as figures do."""
+    from mixnmt.cli import main
+    from mixnmt.figures import FIGURES
+    from mixnmt.tables import TABLES
+
+    for name, table in TABLES.items():
+        doc = " ".join((table.build.__doc__ or "").split())
+        assert doc == table.help or not doc.startswith(table.help), name
+    for command, registry in (("table", TABLES), ("plot", FIGURES)):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        listed = " ".join(capsys.readouterr().out.split())
+        for name, spec in registry.items():
+            assert len(spec.help) <= 100 and f"{name} {spec.help}" in listed
+
+
 def test_every_option_of_every_command_says_what_it_takes():
     import argparse
 

@@ -367,26 +367,72 @@ def components_html(table: pd.DataFrame, per_mixture: int = 12) -> str:
 class Table:
     """A table of the study: tables/<name>.tsv, built by `mixnmt table <name>`."""
 
+    help: str  # one line, for `mixnmt table --help`
     build: Callable[..., pd.DataFrame]  # keyword arguments: the loaded inputs
     inputs: tuple[str, ...]  # kinds of mixnmt.inputs.INPUTS
     section: str  # the report section that shows it (mixnmt.report.SECTIONS)
     html: Callable[[pd.DataFrame], str] = table_html  # how report.html shows it
 
-    @property
-    def help(self) -> str:
-        return (self.build.__doc__ or "").strip().splitlines()[0]
-
 
 TABLES: dict[str, Table] = {
-    "contrasts": Table(contrasts, ("contrast_runs", "manifests"), "contrasts", contrasts_html),
-    "reliance": Table(reliance, ("reliance_runs",), "reliance", reliance_html),
-    "samples": Table(samples, ("analyses",), "samples"),
-    "curves": Table(curves, ("metrics",), "curves", curves_html),
-    "cost": Table(cost, ("manifests", "speeds", "scores"), "cost"),
-    "jobs": Table(jobs, ("benchmarks",), "cost"),
-    "components": Table(components, ("analyses",), "mixtures", components_html),
-    "mixing": Table(mixing, ("analyses",), "mixtures"),
-    "use": Table(use, ("use_runs",), "mixtures"),
-    "alignment_errors": Table(alignment_errors, ("alignment_runs", "silver"), "alignments"),
-    "posteriors": Table(posteriors, ("alignment_runs",), "alignments"),
+    "contrasts": Table(
+        "each contrast B against A over runs: differences, Welch's intervals, Holm's verdicts",
+        contrasts,
+        ("contrast_runs", "manifests"),
+        "contrasts",
+        contrasts_html,
+    ),
+    "reliance": Table(
+        "source reliance per model and target position, over seeds",
+        reliance,
+        ("reliance_runs",),
+        "reliance",
+        reliance_html,
+    ),
+    "samples": Table(
+        "the fixed test sentences and every model's translation", samples, ("analyses",), "samples"
+    ),
+    "curves": Table(
+        "losses, validation BLEU and time per epoch (first seed)", curves, ("metrics",), "curves", curves_html
+    ),
+    "cost": Table(
+        "per model: size, training and decoding speed, peak memory and BLEU",
+        cost,
+        ("manifests", "speeds", "scores"),
+        "cost",
+    ),
+    "jobs": Table(
+        "wall and CPU time and peak memory of each job that runs a model", jobs, ("benchmarks",), "cost"
+    ),
+    "components": Table(
+        "each mixture component's mean responsibility and the tokens read while it led",
+        components,
+        ("analyses",),
+        "mixtures",
+        components_html,
+    ),
+    "mixing": Table(
+        "per mixture head: per-step entropy, mutual information between step and candidate",
+        mixing,
+        ("analyses",),
+        "mixtures",
+    ),
+    "use": Table(
+        "mass against use: each candidate group's responsibility and the loss rise without it",
+        use,
+        ("use_runs",),
+        "mixtures",
+    ),
+    "alignment_errors": Table(
+        "alignment error rate, precision and recall against silver word alignments",
+        alignment_errors,
+        ("alignment_runs", "silver"),
+        "alignments",
+    ),
+    "posteriors": Table(
+        "entropy of the prior and the posterior over source positions, and their KL",
+        posteriors,
+        ("alignment_runs",),
+        "alignments",
+    ),
 }
