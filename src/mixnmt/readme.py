@@ -297,8 +297,8 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
             "over the contrasts), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
             "by Holm's method in the same way), or ? undecided, with the difference these runs would "
             "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
-            '("alone": by a test of that contrast by itself, what files made before it was kept give). '
-            "Every other cell describes. "
+            '("alone": by a test of that contrast by itself, what files made before it was kept give; '
+            "both by a t approximation, optimistic with few runs). Every other cell describes. "
             '"What differs" lists every hyperparameter the two entries resolve to differently.',
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",
