@@ -23,6 +23,7 @@ METRICS = {"bleu": BLEU, "chrf": CHRF, "ter": TER}  # sacreBLEU defaults: 13a, c
 CONTRASTED = ("bleu", "chrf")  # the metrics of the contrasts, one of them primary
 ALPHA = 0.05  # the family-wise error rate of the primary contrasts (Holm)
 POWER = 0.8  # of the minimum detectable effect
+DRAWS = 100_000  # simulated studies behind a minimum detectable effect
 
 
 def significance(
@@ -77,38 +78,27 @@ def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
     return metric._compute_score_from_stats(list(stats.sum(0))).score
 
 
-def welch(a: list[float], b: list[float], margin: float, tests: int | None = None) -> dict[str, float]:
+def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
     """B minus A with the training run as the unit: the difference of the mean corpus
     scores over each model's runs (unpaired: seed i of A has nothing to do with seed i of
-    B), Welch's t test of it (two-sided p; 95% and 90% intervals), the p of the two
+    B), Welch's t test of it (two-sided p; 95% and 90% intervals) and the p of the two
     one-sided tests that it lies within +-`margin` (`tost_p`: below ALPHA exactly where the
-    90% interval lies inside the margin), and the minimum detectable effect (two-sided
-    ALPHA, POWER) at these runs' spread: of this test alone (`mde`) and, for a contrast
-    judged in a Holm family of `tests`, at Holm's strictest level ALPHA / `tests`, which it
-    passes whatever the family's other contrasts show (`mde_holm`; NaN without `tests`);
-    both by the shift of the t quantiles, an approximation that is optimistic at strict
-    levels and few runs (tests/test_evaluate.py simulates it). Assumes the runs' scores
-    are normal within each model, variances may differ. NaN where a model has one run."""
+    90% interval lies inside the margin). Assumes the runs' scores are normal within each
+    model, variances may differ. NaN where a model has one run."""
     delta = float(np.mean(b) - np.mean(a))
     if min(len(a), len(b)) < 2:
-        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df", "mde", "mde_holm")
+        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df")
         return {"delta": delta, **dict.fromkeys(undefined, math.nan)}
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
     if se == 0:  # every run of both models scores the same: the difference is exact
         p, tost_p = (1.0 if delta == 0 else 0.0), (0.0 if abs(delta) < margin else 1.0)
         exact = dict.fromkeys(("low", "high", "low90", "high90"), delta)
-        detected = {"mde": 0.0, "mde_holm": math.nan if tests is None else 0.0}
-        return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf, **detected}
+        return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf}
     from scipy.stats import t as student  # here, not above: a second's import in every scoring job
 
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    t = student(df)
+    t = student(_welch_df(va, vb, len(a), len(b)))
     half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
-
-    def detectable(level: float) -> float:
-        return float((t.ppf(1 - level / 2) + t.ppf(POWER)) * se)
-
     return {
         "delta": delta,
         "low": delta - half95,
@@ -117,10 +107,47 @@ def welch(a: list[float], b: list[float], margin: float, tests: int | None = Non
         "high90": delta + half90,
         "p": float(2 * t.sf(abs(delta) / se)),
         "tost_p": float(max(t.sf((margin + delta) / se), t.sf((margin - delta) / se))),
-        "df": float(df),
-        "mde": detectable(ALPHA),
-        "mde_holm": math.nan if tests is None else detectable(ALPHA / tests),
+        "df": float(t.args[0]),
     }
+
+
+def _welch_df(va: float | np.ndarray, vb: float | np.ndarray, na: int, nb: int) -> float | np.ndarray:
+    """Welch-Satterthwaite's degrees of freedom of a difference of means whose squared
+    standard errors are `va` and `vb`, from `na` and `nb` runs."""
+    return (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+
+
+def detectable(a: list[float], b: list[float], tests: int | None = None) -> dict[str, float]:
+    """The minimum detectable effect: the true difference B - A that `welch`'s test at
+    two-sided ALPHA finds, with its sign, in POWER of DRAWS simulated studies with as many
+    runs as `a` and `b` and their standard deviations (normal scores; the draws are seeded,
+    so the same runs give the same figure): of this test alone (`mde`) and, for a contrast
+    judged in a Holm family of `tests`, at Holm's strictest level ALPHA / `tests`, which it
+    passes whatever the family's other contrasts show (`mde_holm`; NaN without `tests`).
+    Simulated, not by the shift of the t quantiles, which is optimistic with few runs (it
+    ignores that each study estimates its own spread and degrees of freedom). NaN where a
+    model has one run."""
+    levels = {"mde": ALPHA, "mde_holm": math.nan if tests is None else ALPHA / tests}
+    if min(len(a), len(b)) < 2:
+        return dict.fromkeys(levels, math.nan)
+    sd_a, sd_b = float(np.std(a, ddof=1)), float(np.std(b, ddof=1))
+    if sd_a == sd_b == 0:  # every run of both models scores the same: any difference shows
+        return {key: level if math.isnan(level) else 0.0 for key, level in levels.items()}
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(0)
+    runs_a = sd_a * rng.standard_normal((DRAWS, len(a)))  # (DRAWS, runs): a study per row
+    runs_b = sd_b * rng.standard_normal((DRAWS, len(b)))
+    va, vb = runs_a.var(axis=1, ddof=1) / len(a), runs_b.var(axis=1, ddof=1) / len(b)
+    se, df = np.sqrt(va + vb), _welch_df(va, vb, len(a), len(b))
+    noise = runs_b.mean(axis=1) - runs_a.mean(axis=1)
+
+    def found(level: float) -> float:
+        """A study finds a true difference d where (d + noise) / se passes its critical t,
+        so where d passes a threshold of its own: POWER of them find its POWER quantile."""
+        return float(np.quantile(student.ppf(1 - level / 2, df) * se - noise, POWER))
+
+    return {key: level if math.isnan(level) else found(level) for key, level in levels.items()}
 
 
 def bootstrap_runs(
@@ -227,9 +254,9 @@ def contrasts(
 ) -> dict:
     """Each contrast (A, B) of the study on one test set, over every run's translations
     (`runs`: model -> seed -> path): per metric, B's score minus A's as the difference of
-    their means over runs, with Welch's t test (`welch`: interval, p, minimum detectable
-    effect) and the bootstrap of runs and sentences as a secondary description
-    (`bootstrap_runs`); beside them, per seed both models have, sacreBLEU's paired
+    their means over runs, with Welch's t test (`welch`: interval, p), the minimum
+    detectable effect (`detectable`) and the bootstrap of runs and sentences as a
+    secondary description (`bootstrap_runs`); beside them, per seed both models have, sacreBLEU's paired
     bootstrap p (the test sentences' sampling only). In the `primary` metric (given where
     this is the pre-declared test set) Holm adjusts the contrasts' p-values and each gets
     a verdict with the equivalence `margin` (in that metric's points); every other cell is
@@ -284,15 +311,16 @@ def _described(
     tests: int | None,
 ) -> dict[str, float | None]:
     """Of one metric, both models' mean and sd of their runs' corpus scores, `welch`'s
-    statistics (against the equivalence `margin`, in a Holm family of `tests`) and
-    `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`: each run's
-    sentence statistics."""
+    statistics (against the equivalence `margin`), `detectable`'s (in a Holm family of
+    `tests`) and `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`:
+    each run's sentence statistics."""
     scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
     row: dict[str, float | None] = {}
     for side, values in scores.items():
         row[side] = round(float(np.mean(values)), 2)
         row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
-    level = welch(scores["a"], scores["b"], margin, tests) | bootstrap_runs(a, b, metric, resamples, rng)
+    level = welch(scores["a"], scores["b"], margin) | detectable(scores["a"], scores["b"], tests)
+    level |= bootstrap_runs(a, b, metric, resamples, rng)
     return row | {k: _rounded(k, v) for k, v in level.items()}
 
 

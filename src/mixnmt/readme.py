@@ -297,8 +297,9 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
             "over the contrasts), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
             "by Holm's method in the same way), or ? undecided, with the difference these runs would "
             "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
-            '("alone": by a test of that contrast by itself, what files made before it was kept give; '
-            "both by a t approximation, optimistic with few runs). Every other cell describes. "
+            '(simulated from the runs\' spread; "alone": what files made before it was kept give, by a '
+            "test of that contrast by itself and a t approximation, optimistic with few runs). Every "
+            "other cell describes. "
             '"What differs" lists every hyperparameter the two entries resolve to differently.',
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",

@@ -125,7 +125,7 @@ def finding(row: pd.Series, metric: str) -> str:
     """What a contrast's primary cell says, by its verdict: a difference with Welch's and
     Holm's p, equivalence within the margin with the two one-sided tests' Holm p (no claim
     where `unadjusted`), or undecided with what these runs could detect at Holm's strictest
-    level (files made before it was kept: what one test alone could)."""
+    level (files made before it was kept: what one test alone could, by a t approximation)."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
@@ -149,8 +149,9 @@ def finding(row: pd.Series, metric: str) -> str:
     detects = (
         f"these runs would detect {family:.2f} points at 80% power, whatever the other contrasts show"
         if not pd.isna(family)
-        else f"a test of this contrast alone would detect {row[f'{metric}_mde']:.2f} points at 80% power; "
-        "with Holm's adjustment over the contrasts, only a larger difference"
+        else f"a test of this contrast alone would detect {row[f'{metric}_mde']:.2f} points at 80% power "
+        "(a t approximation, optimistic with few runs); with Holm's adjustment over the contrasts, only a "
+        "larger difference"
     )
     return (
         f"{where} cannot tell {a} and {b} apart (B - A {delta:+.2f}, 95% [{ci}], Holm "
