@@ -408,16 +408,20 @@ def test_contrast_table_shows_each_models_size_beside_the_run_level_statistics()
     assert table.bleu_ci.iloc[0] == "-0.50 .. +1.50" and table.bleu_p_seeds.iloc[0] == "0.010 0.300"
     assert table.bleu_boot_ci.iloc[0] == "-0.10 .. +1.10" and table.bleu_boot_p.iloc[0] == 0.09
     assert table.chrf_ci.iloc[0] == ""
-    # the equivalence's adjusted p and the difference detectable at Holm's strictest level,
-    # where the file has them; none in a file made before they were kept
-    kept = ["tost_p_holm", "mde_holm"]
+    # the equivalence's adjusted p, the hypotheses adjusted together and the difference
+    # detectable at Holm's strictest level, where the file has them; none in a file made
+    # before they were kept
+    kept = ["tost_p_holm", "hypotheses", "mde_holm"]
     assert table[[f"{m}_{k}" for m in ("bleu", "chrf") for k in kept]].isna().all().all()
-    row |= {"chrf_tost_p_holm": 0.031, "chrf_mde_holm": 2.4}
+    row |= {"chrf_tost_p_holm": 0.031, "chrf_hypotheses": 2, "chrf_mde_holm": 2.4}
     again = TABLES["contrasts"].build(contrast_runs=[{"contrasts": [row]}], manifests=manifests)
-    assert again[["chrf_tost_p_holm", "chrf_mde_holm"]].values.tolist() == [[0.031, 2.4]]
-    assert list(again.columns[again.columns.str.startswith("chrf_")][5:10]) == [
+    assert again[["chrf_tost_p_holm", "chrf_hypotheses", "chrf_mde_holm"]].values.tolist() == [
+        [0.031, 2, 2.4]
+    ]
+    assert list(again.columns[again.columns.str.startswith("chrf_")][5:11]) == [
         "chrf_p_holm",
         "chrf_tost_p_holm",
+        "chrf_hypotheses",
         "chrf_mde",
         "chrf_mde_holm",
         "chrf_verdict",

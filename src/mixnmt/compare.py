@@ -182,21 +182,27 @@ def paired_p(a: str, hyps_a: list[str], b: str, hyps_b: list[str], refs: list[st
     return {"bleu": float(results["BLEU"][1].p_value), "chrf": float(results["chrF2"][1].p_value)}
 
 
-def holm(p: list[float]) -> list[float]:
-    """Holm's step-down adjustment of p-values for a family of tests."""
-    order = sorted(range(len(p)), key=p.__getitem__)
-    adjusted, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+def holm(p: list[float], tost_p: list[float]) -> tuple[list[float], list[float]]:
+    """Holm's step-down adjustment over both hypotheses of every contrast, no difference
+    (`p`) and no equivalence (`tost_p`), with Shaffer's logical constraint: the two
+    exclude each other (a difference is 0 or at least the margin, not both), so at each
+    step ALPHA is divided by the number of contrasts with a hypothesis not yet rejected,
+    the most that can still be true. Adjusting each kind in a family of its own let the
+    two families err together: up to about twice ALPHA over the study."""
+    tested = [*p, *tost_p]  # contrast i's hypotheses: i and len(p) + i
+    open_ = [2] * len(p)  # per contrast, its hypotheses not yet rejected
+    adjusted, running = [0.0] * len(tested), 0.0
+    for i in sorted(range(len(tested)), key=tested.__getitem__):
+        running = max(running, min(1.0, sum(n > 0 for n in open_) * tested[i]))
         adjusted[i] = running
-    return adjusted
+        open_[i % len(p)] -= 1
+    return adjusted[: len(p)], adjusted[len(p) :]
 
 
 def verdict(level: dict[str, float | None], margin: float) -> str:
-    """What a primary contrast supports: a difference (Welch's p, Holm-adjusted over the
-    contrasts, below ALPHA), no difference (the two one-sided tests' p against +-margin,
-    Holm-adjusted over the contrasts in the same way, below ALPHA), or neither (also where a
-    model has one run)."""
+    """What a primary contrast supports: a difference (Welch's p, adjusted by `holm`, below
+    ALPHA), no difference (the two one-sided tests' p against +-margin, adjusted with it,
+    below ALPHA), or neither (also where a model has one run)."""
     if level["p_holm"] < ALPHA:
         return "B better" if level["delta"] > 0 else "A better"
     if level["tost_p_holm"] < ALPHA:
@@ -206,13 +212,17 @@ def verdict(level: dict[str, float | None], margin: float) -> str:
 
 def judge(rows: list[dict], metric: str, margin: float) -> None:
     """The verdicts of the primary cells, in `metric`, of a study's contrasts (`rows`):
-    Welch's p and the two one-sided tests' p, each Holm-adjusted over the contrasts
-    (`<metric>_p_holm`, `<metric>_tost_p_holm`; a model with one run counts as p = 1), so
-    that a claimed equivalence is held to the family-wise ALPHA that a claimed difference is."""
-    for test in ("p", "tost_p"):
-        tested = [1.0 if row[f"{metric}_{test}"] is None else row[f"{metric}_{test}"] for row in rows]
-        for row, adjusted in zip(rows, holm(tested)):
-            row[f"{metric}_{test}_holm"] = round(adjusted, 4)
+    Welch's p and the two one-sided tests' p, adjusted together over the contrasts by
+    `holm` (`<metric>_p_holm`, `<metric>_tost_p_holm`; a model with one run counts as
+    p = 1), so that the study's claims, differences and equivalences alike, err at most at
+    the family-wise ALPHA; `<metric>_hypotheses` counts the hypotheses adjusted together."""
+    p, tost_p = (
+        [1.0 if row[f"{metric}_{t}"] is None else row[f"{metric}_{t}"] for row in rows]
+        for t in ("p", "tost_p")
+    )
+    for row, p_holm, tost_p_holm in zip(rows, *holm(p, tost_p)):
+        row[f"{metric}_p_holm"], row[f"{metric}_tost_p_holm"] = round(p_holm, 4), round(tost_p_holm, 4)
+        row[f"{metric}_hypotheses"] = 2 * len(rows)
     for row in rows:
         level = {k.removeprefix(f"{metric}_"): v for k, v in row.items() if k.startswith(f"{metric}_")}
         row[f"{metric}_verdict"] = verdict(level, margin)
@@ -279,7 +289,8 @@ def contrasts(
             described = _described(of_a, of_b, metric, resamples, _draws(a, b, key), margin, tests)
             row |= {f"{key}_{k}": v for k, v in described.items()}
             row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
-            row[f"{key}_p_holm"], row[f"{key}_tost_p_holm"], row[f"{key}_verdict"] = None, None, "descriptive"
+            row |= {f"{key}_{k}": None for k in ("p_holm", "tost_p_holm", "hypotheses")}
+            row[f"{key}_verdict"] = "descriptive"
         rows.append(row)
     if primary is not None:
         judge(rows, primary, margin)

@@ -14,7 +14,7 @@ from mixnmt import MixnmtError
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, unadjusted
+from mixnmt.report import METRIC_NAMES, answer, count, holm_p, markdown_table, unheld
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
 END = "<!-- end of the results of {experiment} -->"
@@ -71,19 +71,21 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
     return pd.DataFrame(rows)
 
 
-def contrast_cell(row: pd.Series, metric: str) -> str:
-    """B - A [Welch's 95% interval]; in the primary cell also the verdict: A or B better
-    (with Holm's p), ≈ equivalent (with the two one-sided tests' Holm p; not bold, as no
-    claim, where its file predates that adjustment), ? undecided (with the minimum
+def contrast_cell(row: pd.Series, metric: str, contrasts: int) -> str:
+    """B - A [Welch's 95% interval]; in the primary cell, one of `contrasts`, also the
+    verdict: A or B better (with Holm's p), ≈ equivalent (with the two one-sided tests'
+    Holm p), each not bold, as no claim, where `unheld`; ? undecided (with the minimum
     detectable effect at Holm's strictest level, or of the test alone where its file
     predates that)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
-    verdict = row[f"{metric}_verdict"]
+    verdict, unclaimed = row[f"{metric}_verdict"], unheld(row, metric, contrasts)
+    if unclaimed == "difference":
+        return f"{cell} {verdict[0]} by Holm over the differences alone, no claim"
+    if unclaimed:
+        return f"{cell} ≈ without Holm's adjustment of both tests, no claim"
     if verdict in ("A better", "B better"):
-        return f"**{cell} {verdict[0]}, Holm p={row[f'{metric}_p_holm']:.3f}**"
-    if unadjusted(row, metric):
-        return f"{cell} ≈ without Holm's adjustment, no claim"
+        return f"**{cell} {verdict[0]}, {holm_p(row, metric, contrasts)}**"
     if verdict.startswith("equivalent"):
         return f"**{cell} ≈, TOST Holm p={row[f'{metric}_tost_p_holm']:.3f}**"
     if verdict == "undecided":
@@ -97,8 +99,8 @@ def contrast_cell(row: pd.Series, metric: str) -> str:
 def contrasts_table(contrasts: pd.DataFrame, config: dict[str, Any], testsets: list[str]) -> pd.DataFrame:
     """Per contrast: the two models, what their entries set differently, their sizes and
     runs, and B - A in chrF and BLEU on every test set (the primary cell in bold)."""
-    rows = []
-    for (a, b), pair in contrasts.groupby(["a", "b"], sort=False):
+    rows, pairs = [], contrasts.groupby(["a", "b"], sort=False)
+    for (a, b), pair in pairs:
         first = pair.iloc[0]
         row = {
             "A": f"`{a}`",
@@ -110,7 +112,8 @@ def contrasts_table(contrasts: pd.DataFrame, config: dict[str, Any], testsets: l
         for metric, name in (("chrf", "ΔchrF"), ("bleu", "ΔBLEU")):
             for testset in testsets:
                 found = pair[pair.testset == testset]
-                row[f"{name} {short(testset)}"] = contrast_cell(found.iloc[0], metric) if len(found) else ""
+                cell = contrast_cell(found.iloc[0], metric, pairs.ngroups) if len(found) else ""
+                row[f"{name} {short(testset)}"] = cell
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -293,9 +296,11 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
         parts += [
             "The contrasts, B against A with the training run as the unit: the difference of the "
             "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
-            f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Holm's p "
-            "over the contrasts), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
-            "by Holm's method in the same way), or ? undecided, with the difference these runs would "
+            f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Welch's p "
+            "adjusted by Holm's method over the contrasts, together with the equivalences' p; \"p≤\": "
+            "a bound of that, the number of contrasts times Welch's p, where the file adjusted the "
+            "differences alone), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
+            "with them), or ? undecided, with the difference these runs would "
             "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
             '(simulated from the runs\' spread; "alone": what files made before it was kept give, by a '
             "test of that contrast by itself and a t approximation, optimistic with few runs). Every "

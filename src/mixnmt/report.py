@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mixnmt.compare import ALPHA
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
@@ -113,36 +114,65 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
     return None
 
 
-def unadjusted(row: pd.Series, metric: str) -> bool:
-    """Whether a primary cell's equivalence verdict lacks the Holm-adjusted p of the two
-    one-sided tests it rests on: a contrast file made before f2f4539, which judged an
-    equivalence by the contrast's own 90% interval while a difference had to pass Holm's
-    adjustment. Such a verdict is no claim at the family-wise rate the study declares."""
-    return row[f"{metric}_verdict"].startswith("equivalent") and pd.isna(row.get(f"{metric}_tost_p_holm"))
+def unheld(row: pd.Series, metric: str, contrasts: int) -> str | None:
+    """Which verdict of a primary cell is no claim at the family-wise rate the study
+    declares, because its contrast file predates the adjustment of differences and
+    equivalences together (`compare.holm`; the table row has no `<metric>_hypotheses`):
+    "equivalent", adjusted with the other equivalences at most (before f2f4539, not at
+    all); "difference", Holm-adjusted over the differences alone, where `contrasts` times
+    its Welch p, which bounds its p adjusted together with the equivalences (ALPHA is never
+    divided by more than the number of contrasts), is not below ALPHA. None where the
+    verdict is a claim, or none is made."""
+    if not pd.isna(row.get(f"{metric}_hypotheses")):
+        return None
+    verdict = row[f"{metric}_verdict"]
+    if verdict.startswith("equivalent"):
+        return "equivalent"
+    if verdict in ("A better", "B better") and contrasts * row[f"{metric}_p"] >= ALPHA:
+        return "difference"
+    return None
 
 
-def finding(row: pd.Series, metric: str) -> str:
-    """What a contrast's primary cell says, by its verdict: a difference with Welch's and
-    Holm's p, equivalence within the margin with the two one-sided tests' Holm p (no claim
-    where `unadjusted`), or undecided with what these runs could detect at Holm's strictest
+def holm_p(row: pd.Series, metric: str, contrasts: int) -> str:
+    """A difference's p adjusted over both hypotheses of every contrast: its file's, or for
+    a file made before that adjustment its bound, `contrasts` times Welch's p."""
+    if pd.isna(row.get(f"{metric}_hypotheses")):
+        return f"Holm p≤{min(1.0, contrasts * row[f'{metric}_p']):.3f}"
+    return f"Holm p={row[f'{metric}_p_holm']:.3f}"
+
+
+def finding(row: pd.Series, metric: str, contrasts: int) -> str:
+    """What a contrast's primary cell, one of `contrasts`, says by its verdict: a difference
+    with Welch's and Holm's p, equivalence within the margin with the two one-sided tests'
+    Holm p (no claim where `unheld`), or undecided with what these runs could detect at Holm's strictest
     level (files made before it was kept: what one test alone could, by a t approximation)."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
     if min(row.seeds_a, row.seeds_b) < 2:
         return f"{where}: B - A {delta:+.2f} from one run of a model, no claim"
+    unclaimed, welch = unheld(row, metric, contrasts), f"Welch p={row[f'{metric}_p']:.4f}"
     if verdict in ("A better", "B better"):
         winner, loser = (b, a) if verdict == "B better" else (a, b)
-        return (
-            f"{winner} beats {loser} in {where} by {abs(delta):.2f} points (B - A {delta:+.2f}, 95% "
-            f"[{ci}]; Welch p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
-        )
+        by = f"by {abs(delta):.2f} points (B - A {delta:+.2f}, 95% [{ci}]; {welch}"
+        if unclaimed:
+            return (
+                f"{winner} was judged to beat {loser} in {where} {by}) by Holm's adjustment over the "
+                f"differences alone (p={row[f'{metric}_p_holm']:.3f}), not adjusted together with the "
+                f"equivalences (Welch p not below {ALPHA:g} / {contrasts} contrasts): no claim"
+            )
+        return f"{winner} beats {loser} in {where} {by}, {holm_p(row, metric, contrasts)})"
     if verdict.startswith("equivalent"):
         said = f"{verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]"
-        if unadjusted(row, metric):
+        if unclaimed and pd.isna(row.get(f"{metric}_tost_p_holm")):
             return (
                 f"{a} and {b} were judged {said}) by this contrast's own two one-sided tests, not "
                 "Holm-adjusted over the contrasts as a difference is: no claim"
+            )
+        if unclaimed:
+            return (
+                f"{a} and {b} were judged {said}) by two one-sided tests Holm-adjusted over the "
+                "equivalences alone, not together with the differences: no claim"
             )
         return f"{a} and {b} are {said}; TOST Holm p={row[f'{metric}_tost_p_holm']:.3f})"
     family = row.get(f"{metric}_mde_holm")
@@ -163,11 +193,14 @@ def answer(contrasts: pd.DataFrame) -> list[str]:
     """The study's answer, one sentence per contrast (B against A), generated from the
     contrast table's primary cells (nothing in it is written by hand); the other test
     sets and metrics are descriptive and make no claim."""
-    sentences = []
-    for (a, b), rows in contrasts.groupby(["a", "b"], sort=False):
+    sentences, pairs = [], contrasts.groupby(["a", "b"], sort=False)
+    for (a, b), rows in pairs:
         found = primary_cell(rows)
         runs = f"{int(rows.seeds_a.iloc[0])} and {int(rows.seeds_b.iloc[0])} runs"
-        said = finding(*found) if found else "no pre-declared test set among its rows, no claim"
+        if found:
+            said = finding(*found, pairs.ngroups)
+        else:
+            said = "no pre-declared test set among its rows, no claim"
         sentences.append(f"{b} against {a} ({runs}): {said}.")
     return sentences
 
@@ -181,35 +214,37 @@ def abbreviated(commit: str) -> str:
 def glance(contrasts: pd.DataFrame) -> str:
     """The answer in one line, from the same primary cells as `answer`: how many contrasts
     find a difference (and which way), an equivalence, or neither, and how many make no
-    claim (one run of a model; an equivalence judged without Holm's adjustment)."""
+    claim (one run of a model; a verdict that is `unheld`)."""
+    alone = "with Holm's adjustment over the differences alone, no claim"
     said = {  # kind -> what one contrast, and several, do
         "difference": ("finds a difference", "find a difference"),
         "equivalent": ("finds an equivalence", "find an equivalence"),
-        "unadjusted": ("was judged equivalent without Holm's adjustment, no claim",) * 2,
+        "unheld difference": (f"was judged a difference {alone}", f"were judged differences {alone}"),
+        "unheld equivalent": ("was judged equivalent without Holm's adjustment of both tests, no claim",) * 2,
         "undecided": ("finds neither", "find neither"),
         "no claim": ("makes no claim (one run of a model)", "make no claim (one run of a model)"),
     }
     found: dict[str, list[str]] = {kind: [] for kind in said}
-    cells = []
-    for (a, b), rows in contrasts.groupby(["a", "b"], sort=False):
+    cells, pairs = [], contrasts.groupby(["a", "b"], sort=False)
+    for (a, b), rows in pairs:
         primary = primary_cell(rows)
         if primary is None or min(rows.seeds_a.iloc[0], rows.seeds_b.iloc[0]) < 2:
             found["no claim"].append(f"{b} against {a}")
             continue
         row, metric = primary
         cells.append(f"{METRIC_NAMES[metric]} on {row.testset}")
-        verdict = row[f"{metric}_verdict"]
-        if verdict in ("A better", "B better"):
+        verdict, unclaimed = row[f"{metric}_verdict"], unheld(row, metric, pairs.ngroups)
+        if unclaimed:
+            found[f"unheld {unclaimed}"].append(f"{a} and {b}")
+        elif verdict in ("A better", "B better"):
             found["difference"].append(f"{b} over {a}" if verdict == "B better" else f"{a} over {b}")
-        elif unadjusted(row, metric):
-            found["unadjusted"].append(f"{a} and {b}")
         elif verdict.startswith("equivalent"):
             found["equivalent"].append(f"{a} and {b}")
         else:
             found["undecided"].append(f"{b} against {a}")
     parts = [f"{len(p)} {said[kind][len(p) > 1]} ({'; '.join(p)})" for kind, p in found.items() if p]
     where = " and ".join(dict.fromkeys(cells)) or "no pre-declared cell"
-    return f"At a glance ({where}): of {contrasts.groupby(['a', 'b']).ngroups} contrasts, {'; '.join(parts)}."
+    return f"At a glance ({where}): of {pairs.ngroups} contrasts, {'; '.join(parts)}."
 
 
 def answer_html(contrasts: pd.DataFrame, config: dict) -> str:

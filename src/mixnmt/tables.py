@@ -69,18 +69,20 @@ def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
     return table[columns].sort_values("job", ignore_index=True).round(1)
 
 
-KEPT_SINCE = ("tost_p_holm", "mde_holm")
-"""A contrast file's statistics that files made before they were kept lack (f2f4539 and
-6ce4b8f): empty in those files' table rows."""
+KEPT_SINCE = ("tost_p_holm", "mde_holm", "hypotheses")
+"""A contrast file's statistics that files made before they were kept lack (f2f4539,
+6ce4b8f, and the adjustment of differences and equivalences together): empty in those
+files' table rows."""
 
 
 def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any]]) -> pd.DataFrame:
     """Per contrast (B against A) and test set, with the training run as the unit: each
     model's runs and parameters without embeddings (millions: a contrast should change one
     thing, at about equal size), and per metric both models' mean score, B minus A with
-    Welch's 95% interval and p, the Holm-adjusted p and that of the two one-sided tests of
-    equivalence, the minimum detectable effect of the test alone and at Holm's strictest
-    level, and the verdict (the Holm columns in primary cells only; the rest say
+    Welch's 95% interval and p, its Holm-adjusted p and that of the two one-sided tests of
+    equivalence (adjusted together: `compare.holm`) with the number of hypotheses adjusted
+    over, the minimum detectable effect of the test alone and at Holm's strictest level,
+    and the verdict (the Holm columns in primary cells only; the rest say
     "descriptive"), the secondary bootstrap of runs and sentences, and last sacreBLEU's
     paired-bootstrap p of each seed (the test sentences' sampling only)."""
     params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
@@ -92,13 +94,15 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
             for key in ("bleu", "chrf"):
                 row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("a", "b", "delta")}
                 row[f"{key}_ci"] = interval(r[f"{key}_low"], r[f"{key}_high"])
-                for k in ("p", "p_holm", "tost_p_holm", "mde", "mde_holm", "verdict"):
+                for k in ("p", "p_holm", "tost_p_holm", "hypotheses", "mde", "mde_holm", "verdict"):
                     row[f"{key}_{k}"] = r.get(f"{key}_{k}") if k in KEPT_SINCE else r[f"{key}_{k}"]
                 row[f"{key}_boot_ci"] = interval(r[f"{key}_boot_low"], r[f"{key}_boot_high"])
                 row[f"{key}_boot_p"] = r[f"{key}_boot_p"]
                 row[f"{key}_p_seeds"] = " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"])
             rows.append(row)
-    return pd.DataFrame(rows, columns=["testset", "a", "b", "seeds_a", "seeds_b"] if not rows else None)
+    if not rows:
+        return pd.DataFrame(columns=["testset", "a", "b", "seeds_a", "seeds_b"])
+    return pd.DataFrame(rows).astype({f"{key}_hypotheses": "Int64" for key in ("bleu", "chrf")})
 
 
 def interval(low: float | None, high: float | None) -> str:
@@ -118,6 +122,7 @@ METRIC_HEADERS = {  # per metric, under its name
     "p": "Welch p",
     "p_holm": "Holm p",
     "tost_p_holm": "equivalence Holm p",
+    "hypotheses": "Holm over (hypotheses)",
     "mde": "detectable",
     "mde_holm": "detectable (Holm)",
     "verdict": "verdict",
@@ -142,6 +147,7 @@ def contrasts_html(table: pd.DataFrame) -> str:
             shown[f"{m}_{column}"] = shown[f"{m}_{column}"].map(lambda x: "" if pd.isna(x) else f"{x:.3f}")
         for column in ("mde", "mde_holm"):
             shown[f"{m}_{column}"] = shown[f"{m}_{column}"].map(lambda x: "" if pd.isna(x) else f"{x:.2f}")
+        shown[f"{m}_hypotheses"] = shown[f"{m}_hypotheses"].map(lambda x: "" if pd.isna(x) else f"{x:.0f}")
         shown[f"{m}_delta"] = shown[f"{m}_delta"].map(lambda x: "" if pd.isna(x) else f"{x:+.2f}")
     shown.columns = pd.MultiIndex.from_tuples(
         [("", h) for h in CONTRAST_HEADERS.values()]
