@@ -144,8 +144,9 @@ def holm_p(row: pd.Series, metric: str, contrasts: int) -> str:
 def finding(row: pd.Series, metric: str, contrasts: int) -> str:
     """What a contrast's primary cell, one of `contrasts`, says by its verdict: a difference
     with Welch's and Holm's p, equivalence within the margin with the two one-sided tests'
-    Holm p (no claim where `unheld`), or undecided with what these runs could detect at Holm's strictest
-    level (files made before it was kept: what one test alone could, by a t approximation)."""
+    Holm p (each no claim where `unheld`), or undecided with what these runs could detect
+    at Holm's strictest level (files made before it was kept: what one test alone could,
+    by a t approximation)."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
