@@ -274,6 +274,24 @@ def what_ran(
     )
 
 
+def contrasts_legend(config: dict[str, Any]) -> str:
+    """How to read the contrast table: what is claimed, and by which statistic."""
+    return (
+        "The contrasts, B against A with the training run as the unit: the difference of the "
+        "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
+        f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Welch's p "
+        "adjusted by Holm's method over the contrasts, together with the equivalences' p; \"p≤\": "
+        "a bound of that, the number of contrasts times Welch's p, where the file adjusted the "
+        "differences alone), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
+        "with them), or ? undecided, with the difference these runs would "
+        "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
+        '(simulated from the runs\' spread; "alone": what files made before it was kept give, by a '
+        "test of that contrast by itself and a t approximation, optimistic with few runs). Every "
+        "other cell describes. "
+        '"What differs" lists every hyperparameter the two entries resolve to differently.'
+    )
+
+
 def results_block(folder: Path, config: dict[str, Any]) -> str:
     """The README's results of the published experiment in `folder`, as Markdown."""
     layout = Layout(str(folder))
@@ -294,18 +312,7 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
         ]
     if not contrasts.empty:
         parts += [
-            "The contrasts, B against A with the training run as the unit: the difference of the "
-            "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
-            f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Welch's p "
-            "adjusted by Holm's method over the contrasts, together with the equivalences' p; \"p≤\": "
-            "a bound of that, the number of contrasts times Welch's p, where the file adjusted the "
-            "differences alone), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
-            "with them), or ? undecided, with the difference these runs would "
-            "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
-            '(simulated from the runs\' spread; "alone": what files made before it was kept give, by a '
-            "test of that contrast by itself and a t approximation, optimistic with few runs). Every "
-            "other cell describes. "
-            '"What differs" lists every hyperparameter the two entries resolve to differently.',
+            contrasts_legend(config),
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",
             "\n".join(f"- {sentence}" for sentence in answer(contrasts)),
