@@ -756,6 +756,8 @@ def test_a_published_verdict_is_a_claim_only_if_it_holds_with_both_kinds_adjuste
         "At a glance (chrF on t0): of 2 contrasts, 1 was judged a difference with Holm's adjustment over the "
         "differences alone, no claim (small and big); 1 finds neither (d against c)."
     )
+    (open_,) = answer(published(contrast_rows([(0.3, "undecided", 0.4)])))  # undecided either way
+    assert "95% [-0.70 .. +1.30], Holm p=0.400 over the differences alone); these runs" in open_
     # a file adjusted together: its own p, whatever the number of contrasts
     together = pd.concat([contrast_rows([(1.5, "B better", 0.03)]).assign(chrf_p=0.03), other])
     assert contrast_cell(together.iloc[0], "chrf", 2) == "**+1.50 [+0.50, +2.50] B, Holm p=0.030**"

@@ -184,9 +184,10 @@ def finding(row: pd.Series, metric: str, contrasts: int) -> str:
         "(a t approximation, optimistic with few runs); with Holm's adjustment over the contrasts, only a "
         "larger difference"
     )
+    apart = " over the differences alone" if pd.isna(row.get(f"{metric}_hypotheses")) else ""
     return (
         f"{where} cannot tell {a} and {b} apart (B - A {delta:+.2f}, 95% [{ci}], Holm "
-        f"p={row[f'{metric}_p_holm']:.3f}); {detects}"
+        f"p={row[f'{metric}_p_holm']:.3f}{apart}); {detects}"
     )
 
 
