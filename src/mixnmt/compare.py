@@ -266,11 +266,12 @@ def contrasts(
     (`runs`: model -> seed -> path): per metric, B's score minus A's as the difference of
     their means over runs, with Welch's t test (`welch`: interval, p), the minimum
     detectable effect (`detectable`) and the bootstrap of runs and sentences as a
-    secondary description (`bootstrap_runs`); beside them, per seed both models have, sacreBLEU's paired
-    bootstrap p (the test sentences' sampling only). In the `primary` metric (given where
-    this is the pre-declared test set) Holm adjusts the contrasts' p-values and each gets
-    a verdict with the equivalence `margin` (in that metric's points); every other cell is
-    descriptive. Also the run that made each translation (each one of `expected`'s)."""
+    secondary description (`bootstrap_runs`); beside them, per seed both models have,
+    sacreBLEU's paired bootstrap p (the test sentences' sampling only). In the `primary`
+    metric (given where this is the pre-declared test set) `holm` adjusts the contrasts'
+    p-values and each gets a verdict with the equivalence `margin` (in that metric's
+    points); every other cell is descriptive. Also the run that made each translation
+    (each one of `expected`'s)."""
     labelled = {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}
     made = compared(labelled, expected, None, testset, references)
     if primary is not None and primary not in CONTRASTED:
