@@ -128,16 +128,22 @@ def unheld(row: pd.Series, metric: str, contrasts: int) -> str | None:
     verdict = row[f"{metric}_verdict"]
     if verdict.startswith("equivalent"):
         return "equivalent"
-    if verdict in ("A better", "B better") and contrasts * row[f"{metric}_p"] >= ALPHA:
+    if verdict in ("A better", "B better") and joint_bound(row, metric, contrasts) >= ALPHA:
         return "difference"
     return None
 
 
+def joint_bound(row: pd.Series, metric: str, contrasts: int) -> float:
+    """For a file that adjusted the differences alone, the bound of a difference's p
+    adjusted together with the equivalences: `contrasts` times Welch's p."""
+    return min(1.0, contrasts * row[f"{metric}_p"])
+
+
 def holm_p(row: pd.Series, metric: str, contrasts: int) -> str:
     """A difference's p adjusted over both hypotheses of every contrast: its file's, or for
-    a file made before that adjustment its bound, `contrasts` times Welch's p."""
+    a file made before that adjustment its `joint_bound`."""
     if pd.isna(row.get(f"{metric}_hypotheses")):
-        return f"Holm p≤{min(1.0, contrasts * row[f'{metric}_p']):.3f}"
+        return f"Holm p≤{joint_bound(row, metric, contrasts):.3f}"
     return f"Holm p={row[f'{metric}_p_holm']:.3f}"
 
 
