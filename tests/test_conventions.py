@@ -143,9 +143,11 @@ CAPTIONS = sorted((ROOT / "workflow" / "report").glob("*.rst"))
 def test_every_caption_is_valid_restructured_text(caption):
     """Snakemake's report renders the captions with docutils: "|A&S|" was a substitution."""
     docutils_core = pytest.importorskip("docutils.core")
+    from docutils.writers import null
+
     warnings = io.StringIO()
     overrides = {"warning_stream": warnings, "report_level": 2}
-    docutils_core.publish_string(caption.read_text(), writer_name="null", settings_overrides=overrides)
+    docutils_core.publish_string(caption.read_text(), writer=null.Writer(), settings_overrides=overrides)
     assert warnings.getvalue() == ""
 
 
