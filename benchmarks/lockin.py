@@ -48,8 +48,8 @@ class Scores:
     def record(self, mix, args, output) -> None:
         q, memory = args
         query, k_self, _ = mix.project(q)
-        stay = (query * k_self).sum(-1, keepdim=True)
-        self.scores.append(torch.cat([stay, torch.einsum("bhd,khd->bhk", query, memory.keys)], -1))
+        stay, learned = mix.scores(query, k_self, memory)[:2]
+        self.scores.append(torch.cat([stay, learned], -1))
         self.queries.append(query)
 
     def table(self, real: Tensor) -> list[dict[str, float]]:

@@ -439,6 +439,36 @@ def test_the_gate_keeps_the_state_or_takes_the_mixture_cells_step(z, same_as):
             assert torch.allclose(logits, plain(src, tgt), atol=1e-5)
 
 
+@pytest.mark.parametrize("components", [5, 0])
+def test_a_mix_is_models_md_attention_over_stay_the_components_and_the_source(components):
+    """pi_t = softmax((W_q u) . (W_k g)^T / sqrt(dh)) per head over g = [u ; m_1..m_K ;
+    e_1..e_S], padding masked, and the update pi . (W_v g), written out per sentence and
+    head: `Mix` computes it with its candidates laid out per head (`heads_first`)."""
+    from mixnmt.models.mixture import Memory, Mix, heads_first
+
+    torch.manual_seed(0)
+    d, heads, dh = 16, 4, 4
+    mix = Mix(d, components, heads)
+    u, states = torch.randn(3, d), torch.randn(3, 6, d)
+    mask = torch.arange(6) < torch.tensor([[6], [4], [1]])  # (B, S)
+    bank, source = (heads_first(*mix.keys_values(x)) for x in (mix.components, states))
+    memory = Memory(*bank, *source, mask)
+    with torch.no_grad():
+        update, pi = mix(u, memory)
+        w_q, w_k, w_v = mix.qkv.weight.split(d)
+        b_q, b_k, b_v = mix.qkv.bias.split(d)
+        for b in range(3):
+            g = torch.cat([u[b, None], mix.components, states[b, mask[b]]])  # (candidates, d)
+            for h in range(heads):
+                part = slice(h * dh, (h + 1) * dh)
+                query = u[b] @ w_q[part].T + b_q[part]
+                keys, values = g @ w_k[part].T + b_k[part], g @ w_v[part].T + b_v[part]
+                expected = (keys @ query / math.sqrt(dh)).softmax(0)
+                assert torch.allclose(pi[b, h, : len(g)], expected, atol=1e-6)
+                assert (pi[b, h, len(g) :] == 0).all()  # the padded source positions
+                assert torch.allclose(update[b, part], expected @ values, atol=1e-5)
+
+
 def test_balance_is_one_when_heads_spread_their_choices_and_k_when_they_lock_in():
     from mixnmt.models.mixture import balance
 

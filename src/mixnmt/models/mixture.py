@@ -44,15 +44,23 @@ from mixnmt.symbols import PAD
 
 @dataclass(frozen=True)
 class Memory:
-    """The candidates of a mixture beyond "stay", as keys and values: the learned
-    components (K, H, dh), shared by the batch, and optionally per-sentence source
-    states (B, S, H, dh) with their mask (B, S)."""
+    """The candidates of a mixture beyond "stay", as keys and values laid out per head
+    for batched products (`heads_first`): the learned components, shared by the batch,
+    keys (H, dh, K) and values (H, K, dh), and optionally per-sentence source states,
+    keys (B, H, dh, S) and values (B, H, S, dh), with their mask (B, S). Laid out once
+    per forward pass, not (as einsum would) at every step."""
 
     keys: Tensor
     values: Tensor
     source_keys: Tensor | None = None
     source_values: Tensor | None = None
     source_mask: Tensor | None = None
+
+
+def heads_first(keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+    """Keys and values (..., n, H, dh) of n candidates laid out per head for batched
+    products, as `Memory` holds them: keys (..., H, dh, n), values (..., H, n, dh)."""
+    return keys.movedim(-3, -1).contiguous(), values.movedim(-3, -2).contiguous()
 
 
 GROUPS = ("stay", "learned", "source")
@@ -100,14 +108,23 @@ class Mix(nn.Module):
         scale = math.sqrt(d // h) if self.tau is None else math.sqrt(d // h) * (-self.tau).exp()  # (H, 1)
         return self.norm_q(query) / scale, self.norm_k(k_self), v_self
 
+    @staticmethod
+    def scores(query: Tensor, k_self: Tensor, memory: Memory) -> list[Tensor]:
+        """The scores query . key of each group of candidates (GROUPS) that `memory` has:
+        stay (B, H, 1), the learned components (B, H, K), the source (B, H, S; padding
+        -inf)."""
+        bank = torch.bmm(query.transpose(0, 1), memory.keys).transpose(0, 1)
+        scores = [(query * k_self).sum(-1, keepdim=True), bank]
+        if memory.source_keys is not None:
+            source = (query[:, :, None] @ memory.source_keys).squeeze(2)
+            scores.append(source.masked_fill(~memory.source_mask[:, None], -math.inf))
+        return scores
+
     def forward(self, q: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
         """Update pi . (W_v g) (B, d) and responsibilities pi (B, H, 1+K[+S])."""
         b, d = q.shape
         query, k_self, v_self = self.project(q)  # (B, H, dh) each
-        scores = [(query * k_self).sum(-1, keepdim=True), torch.einsum("bhd,khd->bhk", query, memory.keys)]
-        if memory.source_keys is not None:
-            source = torch.einsum("bhd,bshd->bhs", query, memory.source_keys)
-            scores.append(source.masked_fill(~memory.source_mask[:, None], -math.inf))
+        scores = self.scores(query, k_self, memory)
         if self.knocked_out:
             scores = [
                 torch.full_like(s, -math.inf) if g in self.knocked_out else s for g, s in zip(GROUPS, scores)
@@ -116,10 +133,11 @@ class Mix(nn.Module):
         if self.knocked_out:
             pi = pi.nan_to_num(0.0)  # every candidate knocked out: no update
         # pi . values, one candidate group at a time (no (B, H, n, dh) copy of the bank per step)
-        pi_self, pi_bank, pi_source = pi.split([1, len(memory.keys), pi.size(-1) - 1 - len(memory.keys)], -1)
-        update = pi_self * v_self + torch.einsum("bhk,khd->bhd", pi_bank, memory.values)
+        k = memory.keys.size(-1)
+        pi_self, pi_bank, pi_source = pi.split([1, k, pi.size(-1) - 1 - k], -1)
+        update = pi_self * v_self + torch.bmm(pi_bank.transpose(0, 1), memory.values).transpose(0, 1)
         if memory.source_values is not None:
-            update = update + torch.einsum("bhs,bshd->bhd", pi_source, memory.source_values)
+            update = update + (pi_source[:, :, None] @ memory.source_values).squeeze(2)
         return update.reshape(b, d), pi
 
 
@@ -138,7 +156,8 @@ def balance(pi: Tensor, mask: Tensor, choices: int) -> Tensor:
 
 
 Source = tuple[Tensor, Tensor, Tensor]
-"""Keys and values (B, S, H, dh) of the encoder states, and the source mask (B, S)."""
+"""Keys (B, H, dh, S) and values (B, H, S, dh) of the encoder states (`heads_first`), and
+the source mask (B, S)."""
 
 
 class MixtureCell(nn.Module):
@@ -173,7 +192,7 @@ class MixtureCell(nn.Module):
         """Each mixture's candidates, computed once per forward pass; the source states
         (if given) join the first mixture's."""
         return tuple(
-            Memory(*mix.keys_values(mix.components), *(source if i == 0 and source else ()))
+            Memory(*heads_first(*mix.keys_values(mix.components)), *(source if i == 0 and source else ()))
             for i, mix in enumerate(self.mixes)
         )
 
@@ -299,7 +318,7 @@ class Mixture(Seq2Seq):
         if self.source == "summary":
             return {"context": self.context(summary)}  # W_c c (B, d)
         if self.source == "states":
-            keys, values = self.decoder.mixes[0].keys_values(states)
+            keys, values = heads_first(*self.decoder.mixes[0].keys_values(states))
             return {"source_keys": keys, "source_values": values, "source_mask": source_mask(src)}
         return {}
 
