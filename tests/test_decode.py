@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from conftest import FAST, VARIANTS, decode_config, sequence_logprob, tiny_model
+from mixnmt import decode
 from mixnmt.batching import pad
-from mixnmt.decode import beam_search, greedy, search, translate_ids
+from mixnmt.decode import beam_search, greedy, largest, search, translate_ids
 from mixnmt.symbols import BOS, EOS, UNK
 
 
@@ -46,6 +47,36 @@ def test_static_state_passes_through_steps_and_beams_need_not_reorder_it(name, m
     # reorder every entry, as a model without the declaration
     monkeypatch.setattr(type(model), "static_state", property(lambda self: frozenset()))
     assert beam_search(model, src, config) == fast
+
+
+@pytest.mark.parametrize("columns", [12, 64, 640, 700, 4003])
+def test_largest_ranks_as_a_stable_sort_leftmost_first_of_equal_values(columns):
+    g = torch.Generator().manual_seed(columns)
+    x = torch.randn(7, columns, generator=g)
+    x[1] = -math.inf  # a row with nothing left
+    x[2, : columns // 2] = -math.inf  # and one with half
+    x[3] = x[3].round()  # ties
+    x[4] = 1.0  # all equal
+    x[5, -3:] = 9.0  # the best after the last whole chunk
+    values, at = largest(x, 8)
+    expected = x.sort(dim=1, descending=True, stable=True)
+    assert torch.equal(values, expected.values[:, :8])
+    assert torch.equal(at, expected.indices[:, :8])
+
+
+def test_beam_search_ranks_a_large_vocabulary_as_a_full_sort_would(monkeypatch):
+    """At a vocabulary of thousands, `largest` ranks only a few chunks of each sentence's
+    K * V candidates: the hypotheses are those of a stable sort of all of them."""
+    model = model_for(FAST, 3000)
+    src = pad([s + [EOS] for s in sources(3000, n=5)])
+    config = decode_config(beam=4, max_len_b=6)
+    chunked = beam_search(model, src, config, nbest=4)
+    monkeypatch.setattr(
+        decode,
+        "largest",
+        lambda x, n: [t[:, :n].contiguous() for t in x.sort(dim=1, descending=True, stable=True)],
+    )
+    assert beam_search(model, src, config, nbest=4) == chunked
 
 
 @pytest.mark.parametrize("length_penalty", [0.0, 1.0])

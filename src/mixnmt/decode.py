@@ -41,6 +41,34 @@ def next_logprobs(logits: Tensor, at_limit: Tensor) -> Tensor:
     return logp
 
 
+def order_keys(x: Tensor, columns: Tensor) -> Tensor:
+    """Distinct int64 keys of the entries x (fp32) at `columns` that order them as a
+    stable descending sort of their row does: by value, of equal values the leftmost
+    first (-0.0 below 0.0, no NaN), so that any top-k of them finds the same ones."""
+    bits = x.view(torch.int32)
+    ordered = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # int32s in the order of the floats
+    return (ordered.long() << 32) | (0xFFFFFFFF - columns)
+
+
+def largest(x: Tensor, n: int, chunk: int = 64) -> tuple[Tensor, Tensor]:
+    """The n largest entries of each row of x (B, N), fp32, and their columns, as the
+    first n of a stable descending sort of the row: of equal values the leftmost first.
+    Only the n chunks of `chunk` columns whose maxima come first in that order, which
+    hold them all, and the columns after the last whole chunk are ranked: beam search's
+    rows of K * V candidates cost one pass for the maxima, not a sort each."""
+    b, m = x.shape
+    whole = m // chunk
+    columns = torch.arange(m, device=x.device).expand(b, -1)
+    if whole > n:
+        maxima = x[:, : whole * chunk].unflatten(1, (whole, chunk)).amax(-1)  # (B, C)
+        best = order_keys(maxima, columns[:, :whole]).topk(n, dim=1).indices  # (B, n) chunks
+        within = columns[0, :chunk]
+        columns = torch.cat([(best[..., None] * chunk + within).flatten(1), columns[:, whole * chunk :]], 1)
+    at = order_keys(x.gather(1, columns), columns).topk(n, dim=1).indices
+    picked = columns.gather(1, at)
+    return x.gather(1, picked), picked
+
+
 @torch.no_grad()
 def greedy(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
     """Most probable next token at every step, for a batch of sources (B, S): one
@@ -74,7 +102,8 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig, nbest: int = 
     """Batched beam search with length normalisation score / length ** length_penalty:
     the `nbest` best finished hypotheses of each source (B, S), best first.
 
-    Each step ranks 2K candidates per sentence; EOS candidates among the best K are
+    Each step ranks 2K candidates per sentence (`largest`: of equal scores, the lower
+    beam's, then the lower token's first); EOS candidates among the best K are
     finished hypotheses, the best K others continue. A sentence is done once K
     hypotheses have finished, and leaves the batch; at the length limit only EOS may follow.
     """
@@ -95,7 +124,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig, nbest: int = 
         logp = next_logprobs(logits, t + 1 >= limit)  # (B*K, V)
         v = logp.size(-1)
         cand = logp.add_(scores.view(-1, 1)).view(b, k * v)
-        top_scores, top = cand.topk(2 * k, dim=1)  # (B, 2K)
+        top_scores, top = largest(cand, 2 * k)  # (B, 2K)
         origin, token = top // v, top % v
         is_eos = token == EOS
         # Finished hypotheses: EOS among the best K candidates of a sentence still searching.
@@ -108,7 +137,7 @@ def beam_search(model: Seq2Seq, src: Tensor, config: DecodeConfig, nbest: int = 
                 found[sentence[i]].append(Hypothesis(seq, score))
         finished += final.sum(1)
         # The K best non-EOS candidates continue.
-        scores, keep = top_scores.masked_fill(is_eos, -math.inf).topk(k, dim=1)  # (B, K)
+        scores, keep = largest(top_scores.masked_fill(is_eos, -math.inf), k)  # (B, K)
         origin = origin.gather(1, keep)
         y = token.gather(1, keep).flatten()
         history = torch.cat([history.gather(1, origin[..., None].expand(-1, -1, t)), y.view(b, k, 1)], 2)
