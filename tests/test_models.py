@@ -366,10 +366,10 @@ MIXTURE = next(
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_transformers_written_out_attention_is_the_fused_kernels(causal, monkeypatch):
-    """`attend` writes attention out where it keeps the weights, and for training on the
-    CPU under autocast, where the fused kernel's bf16 backward pass is slower: the same
-    numbers as the fused kernel, masked positions get no weight, and training under
-    autocast never reaches it."""
+    """`attend` writes attention out where it keeps the weights, and on the CPU under
+    autocast and for one query (a decoding step), where the fused kernel is slower: the
+    same numbers as the fused kernel, masked positions get no weight, and neither
+    autocast, with or without gradients, nor a single query reaches it."""
     from mixnmt.models import transformer
 
     q, k, v = torch.randn(3, 2, 3, 5, 4, requires_grad=True).unbind()  # (B, H, T, dk) each, T = S
@@ -387,7 +387,11 @@ def test_the_transformers_written_out_attention_is_the_fused_kernels(causal, mon
     monkeypatch.setattr(transformer.F, "scaled_dot_product_attention", refuse)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         low, none = transformer.attend(q, k, v, mask, causal)
+        with torch.no_grad():
+            assert torch.equal(transformer.attend(q, k, v, mask, causal)[0], low)
     assert none is None and low.dtype == torch.bfloat16 and (low.float() - fused).abs().max() < 0.05
+    last, none = transformer.attend(q[:, :, -1:], k, v, mask)  # the last query, as a decoding step asks
+    assert none is None and (last - fused[:, :, -1:]).abs().max() < 1e-6
 
 
 def mixture_variant(**knobs):

@@ -53,12 +53,12 @@ def attend(
     """softmax(q k^T / sqrt(d_k)) v per head (B, H, T, dk), and the weights (B, H, T, S)
     if `keep_weights`; `mask` (broadcast to (B, H, T, S)) keeps the positions it is True at.
 
-    The fused kernel, except where weights are kept or a backward pass on the CPU under
-    autocast follows: the CPU's fused bf16 backward takes 3 to 5 times as long as these
-    products in bf16 with the softmax in fp32 (`benchmarks/speed.py --profile` shows it),
-    while its forward pass decodes faster."""
-    backward_in_bf16 = q.requires_grad and q.device.type == "cpu" and torch.is_autocast_enabled("cpu")
-    if not keep_weights and not backward_in_bf16:
+    The fused kernel, except where weights are kept and on the CPU under autocast or for
+    one query (a decoding step): there these products, in bf16 under autocast with the
+    softmax in fp32, take a half to a fifth of the fused kernel's time, forward and
+    backward (`benchmarks/speed.py --profile` shows it)."""
+    written_out = q.device.type == "cpu" and (torch.is_autocast_enabled("cpu") or q.size(-2) == 1)
+    if not keep_weights and not written_out:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal), None
     scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(q.size(-1))  # (B, H, T, S)
     if causal:
