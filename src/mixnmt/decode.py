@@ -34,7 +34,7 @@ def max_lengths(src: Tensor, config: DecodeConfig) -> Tensor:
 def next_logprobs(logits: Tensor, at_limit: Tensor) -> Tensor:
     """Log-probabilities (N, V) of the next token; PAD and BOS are never produced, and
     rows that reached their length limit may only produce EOS."""
-    logp = logits.float().log_softmax(-1)
+    logp = logits.log_softmax(-1, dtype=torch.float32)  # as .float().log_softmax(-1), in less time
     logp[:, [PAD, BOS]] = -math.inf
     rows = at_limit.nonzero().flatten()  # in place, only these rows: no other pass over (N, V)
     logp.index_fill_(0, rows, -math.inf)[rows, EOS] = 0.0
