@@ -142,6 +142,32 @@ def test_every_parameter_gets_a_gradient(name):
     assert missing == []
 
 
+def select_nodes(root: torch.autograd.graph.Node) -> list[tuple[tuple[int, ...], int]]:
+    """The sizes and dimension of the tensor that each `x[:, t]`-style select in the
+    backward graph below `root` indexed."""
+    seen, stack, found = set(), [root], []
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if type(node).__name__ == "SelectBackward0":
+            found.append((tuple(node._saved_self_sym_sizes), node._saved_dim))
+        stack.extend(child for child, _ in node.next_functions)
+    return found
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_no_recurrence_takes_its_steps_one_select_at_a_time(name):
+    """A step taken as x[:, t] has a gradient of x's whole size, zero but at t: a loop over
+    T steps fills and adds T of them. Steps come from one `unbind`, whose gradient is one
+    stack. Selecting a single position once (the backward GRU's first state) is fine."""
+    src, tgt = batch()
+    selects = select_nodes(make(name).train()(src, tgt).grad_fn)
+    repeated = {(sizes, dim) for sizes, dim in selects if sizes[dim] > 1 and selects.count((sizes, dim)) > 1}
+    assert repeated == set()
+
+
 @pytest.mark.parametrize("name", TINY_MODELS)
 def test_learns_a_copy_task(name):
     """300 steps on copying 2-6 of 12 symbols: the loss must fall below what any model

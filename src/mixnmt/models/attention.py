@@ -92,8 +92,8 @@ class Attention(Seq2Seq):
         state = self.encode(src)
         y = self.drop(self.embed(self.tgt_embed, tgt))  # (B, T, d)
         states, contexts, alignments = [], [], []
-        for t in range(y.size(1)):
-            s, c, a = self.advance(state, y[:, t])
+        for y_t in y.unbind(1):  # not y[:, t]: each of those has a (B, T, d) zero gradient
+            s, c, a = self.advance(state, y_t)
             state |= self.carried(s, c)
             states.append(s)
             contexts.append(c)

@@ -215,25 +215,32 @@ class MixtureCell(nn.Module):
 
 
 def recur(
-    cell: nn.Module, state: tuple[Tensor, ...], x: Tensor, mask: Tensor, memory: tuple[Memory, ...]
+    cell: nn.Module,
+    state: tuple[Tensor, ...],
+    x: Tensor,
+    mask: Tensor,
+    memory: tuple[Memory, ...],
+    keep_weights: bool,
 ) -> tuple[Tensor, tuple[Tensor, ...], Weights]:
     """Run `cell` over x (B, T, d); padded steps (mask False) leave the state unchanged.
 
-    Returns the newest state at every step (B, T, d), the final state, and the
-    responsibilities (B, T, H, n) of each of the cell's mixtures by name, zero at padding.
+    Returns the newest state at every step (B, T, d), the final state, and, if
+    `keep_weights`, the responsibilities (B, T, H, n) of each of the cell's mixtures by
+    name, zero at padding (else none: training without them skips their per-step copies).
     """
-    outputs, responsibilities = [], {name: [] for name in cell.mixtures}
-    for t in range(x.size(1)):
-        new, pis = cell(state, x[:, t], memory)
+    outputs, responsibilities = [], {name: [] for name in cell.mixtures if keep_weights}
+    for t, x_t in enumerate(x.unbind(1)):  # one view per step: their gradients meet in one stack
+        new, pis = cell(state, x_t, memory)
         keep = mask[:, t, None]  # (B, 1)
         state = tuple(torch.where(keep, n, old) for n, old in zip(new, state))
         outputs.append(state[0])
-        for name, pi in pis.items():
-            responsibilities[name].append(pi * keep[..., None])
+        for name, weights in responsibilities.items():
+            weights.append(pis[name])
+    padding = ~mask[:, :, None, None]  # (B, T, 1, 1)
     return (
         torch.stack(outputs, 1),
         state,
-        {name: torch.stack(pis, 1) for name, pis in responsibilities.items()},
+        {name: torch.stack(pis, 1).masked_fill(padding, 0.0) for name, pis in responsibilities.items()},
     )
 
 
@@ -298,18 +305,20 @@ class Mixture(Seq2Seq):
     def static_state(self) -> frozenset[str]:
         return frozenset(SOURCE_STATE[self.source])
 
-    def encode_with_weights(self, src: Tensor) -> tuple[Tensor, Tensor, Weights]:
-        """The summary c (B, d), the encoder states e (B, S, d), and the responsibilities
-        (B, S, H, 1+K) of each mixture of the (forward) encoder."""
+    def encode_with_weights(self, src: Tensor, keep_weights: bool = True) -> tuple[Tensor, Tensor, Weights]:
+        """The summary c (B, d), the encoder states e (B, S, d), and, if `keep_weights`, the
+        responsibilities (B, S, H, 1+K) of each mixture of the (forward) encoder."""
         mask = source_mask(src)
         x = self.drop(self.embed(self.src_embed, src))
         zero = (x.new_zeros(x.size(0), self.d_model),) * self.decoder.order
         forward = self.encoders[0]
-        states, last, pis = recur(forward, zero, x, mask, forward.memory())
+        states, last, pis = recur(forward, zero, x, mask, forward.memory(), keep_weights)
         if len(self.encoders) == 1:
             return last[0], states, pis
         backward = self.encoders[1]
-        reversed_states, first, _ = recur(backward, zero, reverse_padded(x, mask), mask, backward.memory())
+        reversed_states, first, _ = recur(
+            backward, zero, reverse_padded(x, mask), mask, backward.memory(), keep_weights=False
+        )
         summary = self.bridge(torch.cat([last[0], first[0]], -1))
         return summary, self.bridge(torch.cat([states, reverse_padded(reversed_states, mask)], -1)), pis
 
@@ -346,14 +355,16 @@ class Mixture(Seq2Seq):
         return self.decoder.memory(source)
 
     def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
-        summary, states, enc_pis = self.encode_with_weights(src)
+        summary, states, enc_pis = self.encode_with_weights(src, keep_weights)
         source = self.source_state(src, summary, states)
         x = self.drop(self.embed(self.tgt_embed, tgt))  # (B, T, d)
         if "context" in source:
             x = x + source["context"][:, None]
         h0 = (summary,) * self.decoder.order
-        h, _, dec_pis = recur(self.decoder, h0, x, tgt != PAD, self.decoder_memory(source))  # (B, T, d)
-        if self.training and self.balance:
+        balancing = self.training and bool(self.balance)
+        memory = self.decoder_memory(source)
+        h, _, dec_pis = recur(self.decoder, h0, x, tgt != PAD, memory, keep_weights or balancing)  # (B, T, d)
+        if balancing:
             self.balance_loss = self.balance * sum(
                 balance(pi, tgt != PAD, 1 + self.learned_components) for pi in dec_pis.values()
             )
@@ -369,7 +380,7 @@ class Mixture(Seq2Seq):
         return self.balance_loss if self.balance else 0.0
 
     def encode(self, src: Tensor) -> State:
-        summary, states, _ = self.encode_with_weights(src)
+        summary, states, _ = self.encode_with_weights(src, keep_weights=False)
         return {f"h{i}": summary for i in range(self.decoder.order)} | self.source_state(src, summary, states)
 
     def step(self, state: State, y: Tensor) -> tuple[Tensor, State]:
