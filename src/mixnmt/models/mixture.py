@@ -305,7 +305,7 @@ class Mixture(Seq2Seq):
     def static_state(self) -> frozenset[str]:
         return frozenset(SOURCE_STATE[self.source])
 
-    def encode_with_weights(self, src: Tensor, keep_weights: bool = True) -> tuple[Tensor, Tensor, Weights]:
+    def encode_with_weights(self, src: Tensor, keep_weights: bool) -> tuple[Tensor, Tensor, Weights]:
         """The summary c (B, d), the encoder states e (B, S, d), and, if `keep_weights`, the
         responsibilities (B, S, H, 1+K) of each mixture of the (forward) encoder."""
         mask = source_mask(src)
