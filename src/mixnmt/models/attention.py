@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from mixnmt.models.base import Dropout, PositiveInt, Probability, Seq2Seq, State, Weights, source_mask
-from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell, additive_scores, weighted_mean
+from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell, additive_keys, additive_scores, weighted_mean
 from mixnmt.symbols import PAD
 
 Query = Literal["previous", "current"]
@@ -64,7 +64,7 @@ class Attention(Seq2Seq):
         h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
         state = {
             "h": h,
-            "keys": self.keys(h).float(),  # in fp32 once, not at every step (additive_scores)
+            "keys": additive_keys(self.keys, h),
             "mask": mask,
             "s": torch.tanh(self.init(backward_first)),
         }

@@ -41,7 +41,7 @@ from mixnmt.models.base import (
     Weights,
     source_mask,
 )
-from mixnmt.models.recurrent import BiGRU, GRUCell, additive_scores, weighted_mean
+from mixnmt.models.recurrent import BiGRU, GRUCell, additive_keys, additive_scores, weighted_mean
 from mixnmt.symbols import EOS, PAD
 
 Feed = Literal["posterior", "prior", "none"]
@@ -160,8 +160,7 @@ class Latent(Seq2Seq):
         )
         h, mask = self.mixed(h, mask)  # (B, N, 2H), (B, N): the candidates
         b, s = mask.shape
-        keys = self.keys(h).float()  # in fp32 once, not at every step (additive_scores)
-        state = {"h": h, "keys": keys, "values": self.from_source(h), "mask": mask}
+        state = {"h": h, "keys": additive_keys(self.keys, h), "values": self.from_source(h), "mask": mask}
         state["s"] = torch.tanh(self.init(summary))
         if self.feed == "posterior":  # the previous step's prior and output, to read y_{t-1}
             n = min(self.top_k, s) if self.top_k else s
