@@ -129,7 +129,8 @@ class Mix(nn.Module):
             scores = [
                 torch.full_like(s, -math.inf) if g in self.knocked_out else s for g, s in zip(GROUPS, scores)
             ]
-        pi = torch.cat(scores, -1).float().softmax(-1)  # (B, H, 1+K[+S]), fp32 under autocast too
+        # (B, H, 1+K[+S]), fp32 under autocast too: the values and gradient of .float().softmax(-1), sooner
+        pi = torch.cat(scores, -1).softmax(-1, dtype=torch.float32)
         if self.knocked_out:
             pi = pi.nan_to_num(0.0)  # every candidate knocked out: no update
         # pi . values, one candidate group at a time (no (B, H, n, dh) copy of the bank per step)
