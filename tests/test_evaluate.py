@@ -678,12 +678,6 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
         "95% [-0.70 .. +1.30], Holm p=0.400); these runs would detect 2.00 points at 80% power, whatever "
         "the other contrasts show."
     )
-    (before,) = answer(contrast_rows([(0.3, "undecided", 0.4)]).drop(columns="chrf_mde_holm"))
-    assert before.endswith(  # a file made before the detectable difference at Holm's level was kept
-        "Holm p=0.400); a test of this contrast alone would detect 1.40 points at 80% power (a t "
-        "approximation, optimistic with few runs); with Holm's adjustment over the contrasts, only a larger "
-        "difference."
-    )
     (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.98)]))
     assert same == (
         "big against small (5 and 5 runs): small and big are equivalent (within 1) points of chrF on t0 "
@@ -700,74 +694,24 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
     )
 
 
-def test_a_published_verdict_is_a_claim_only_if_it_holds_with_both_kinds_adjusted_together():
-    """A contrast file made before the two kinds were adjusted together has no
-    `<metric>_hypotheses`. Its equivalence rested on the contrast's own 90% interval
-    (before f2f4539, no `<metric>_tost_p_holm`: part two's attention against
-    attention-current, withdrawn) or on Holm over the equivalences alone: no claim either
-    way. Its difference was Holm-adjusted over the differences alone: the number of
-    contrasts times Welch's p bounds its p adjusted together, and it stays a claim only
-    where that bound is below 5% (part one's first-order against second-order mixture,
-    withdrawn, is not). The sentence, the line at a glance and the README's cell say so."""
+def test_the_readmes_primary_cell_says_the_verdict_with_its_adjusted_p():
+    """A difference with its p adjusted over both hypotheses of every contrast, an
+    equivalence with the two one-sided tests' adjusted p, undecided with the difference
+    these runs would detect at Holm's strictest level (none with one run of a model), all
+    in bold; a descriptive cell is the difference and its interval alone."""
     from mixnmt.readme import contrast_cell
-    from mixnmt.report import answer, glance
 
-    def published(*pairs: pd.DataFrame) -> pd.DataFrame:
-        return pd.concat(pairs).drop(columns="chrf_hypotheses")
-
-    other = contrast_rows([(0.3, "undecided", 0.4)]).assign(a="c", b="d")
-    old = published(contrast_rows([(0.02, "equivalent (within 1)", 0.969)]).drop(columns="chrf_tost_p_holm"))
-    (said,) = answer(old)
-    assert said == (
-        "big against small (5 and 5 runs): small and big were judged equivalent (within 1) points of chrF "
-        "on t0 (B - A +0.02, 95% [-0.98 .. +1.02]) by this contrast's own two one-sided tests, not "
-        "Holm-adjusted over the contrasts as a difference is: no claim."
-    )
-    assert glance(old) == (
-        "At a glance (chrF on t0): of 1 contrasts, 1 was judged equivalent without Holm's adjustment of both "
-        "tests, no claim (small and big)."
-    )
-    cell = "+0.02 [-0.98, +1.02] ≈ without Holm's adjustment of both tests, no claim"
-    assert contrast_cell(old.iloc[0], "chrf", 1) == cell
-    apart = published(contrast_rows([(0.02, "equivalent (within 1)", 0.969)]))  # Holm over equivalences
-    assert answer(apart)[0].endswith(
-        "Holm-adjusted over the equivalences alone, not together with the differences: no claim."
-    )
-    assert contrast_cell(apart.iloc[0], "chrf", 1) == cell
-    # differences: 2 contrasts, so the bound is 2 x Welch's p
-    held = published(contrast_rows([(1.5, "B better", 0.03)]).assign(chrf_p=0.02), other)
-    assert contrast_cell(held.iloc[0], "chrf", 2) == "**+1.50 [+0.50, +2.50] B, Holm p≤0.040**"
-    assert answer(held)[0].endswith("; Welch p=0.0200, Holm p≤0.040).")
-    assert glance(held).startswith(
-        "At a glance (chrF on t0): of 2 contrasts, 1 finds a difference (big over small)"
-    )
-    unheld = published(contrast_rows([(1.5, "B better", 0.03)]).assign(chrf_p=0.03), other)
-    assert (
-        contrast_cell(unheld.iloc[0], "chrf", 2)
-        == "+1.50 [+0.50, +2.50] B by Holm over the differences alone, no claim"
-    )
-    assert answer(unheld)[0] == (
-        "big against small (5 and 5 runs): big was judged to beat small in chrF on t0 by 1.50 points (B - A "
-        "+1.50, 95% [+0.50 .. +2.50]; Welch p=0.0300) by Holm's adjustment over the differences alone "
-        "(p=0.030), not adjusted together with the equivalences (Welch p not below 0.05 / 2 contrasts): "
-        "no claim."
-    )
-    assert glance(unheld) == (
-        "At a glance (chrF on t0): of 2 contrasts, 1 was judged a difference with Holm's adjustment over the "
-        "differences alone, no claim (small and big); 1 finds neither (d against c)."
-    )
-    (open_,) = answer(published(contrast_rows([(0.3, "undecided", 0.4)])))  # undecided either way
-    assert "95% [-0.70 .. +1.30], Holm p=0.400 over the differences alone); these runs" in open_
-    # a file adjusted together: its own p, whatever the number of contrasts
-    together = pd.concat([contrast_rows([(1.5, "B better", 0.03)]).assign(chrf_p=0.03), other])
-    assert contrast_cell(together.iloc[0], "chrf", 2) == "**+1.50 [+0.50, +2.50] B, Holm p=0.030**"
-    undecided = contrast_rows([(0.3, "undecided", 0.4)])  # its detectable difference: at Holm's level
-    assert contrast_cell(undecided.iloc[0], "chrf", 1) == "**+0.30 [-0.70, +1.30] ?** (detects 2.0)"
-    before = undecided.drop(columns="chrf_mde_holm")  # or, in a file made before it was kept, alone
-    assert contrast_cell(before.iloc[0], "chrf", 1) == "**+0.30 [-0.70, +1.30] ?** (detects 1.4 alone)"
-    new = contrast_rows([(0.02, "equivalent (within 1)", 0.969)])
-    assert contrast_cell(new.iloc[0], "chrf", 1) == "**+0.02 [-0.98, +1.02] ≈, TOST Holm p=0.031**"
-    assert "1 finds an equivalence (small and big)" in glance(new)
+    won = contrast_rows([(1.5, "B better", 0.03), (2.0, "descriptive", 0.02)])
+    assert contrast_cell(won.iloc[0], "chrf") == "**+1.50 [+0.50, +2.50] B, Holm p=0.030**"
+    assert contrast_cell(won.iloc[1], "chrf") == "+2.00 [+1.00, +3.00]"
+    lost = contrast_rows([(-1.5, "A better", 0.01)])
+    assert contrast_cell(lost.iloc[0], "chrf") == "**-1.50 [-2.50, -0.50] A, Holm p=0.010**"
+    undecided = contrast_rows([(0.3, "undecided", 0.4)])
+    assert contrast_cell(undecided.iloc[0], "chrf") == "**+0.30 [-0.70, +1.30] ?** (detects 2.0)"
+    single = contrast_rows([(0.3, "undecided", 1.0)], seeds=1).assign(chrf_mde_holm=None)
+    assert contrast_cell(single.iloc[0], "chrf") == "**+0.30 [-0.70, +1.30] ?**"
+    same = contrast_rows([(0.02, "equivalent (within 1)", 0.969)])
+    assert contrast_cell(same.iloc[0], "chrf") == "**+0.02 [-0.98, +1.02] ≈, TOST Holm p=0.031**"
 
 
 def test_the_reports_first_line_counts_the_contrasts_verdicts():

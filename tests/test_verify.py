@@ -124,16 +124,15 @@ def test_a_table_row_edited(study):
     assert line.startswith(f"{path}: row 2 ({table.model[1]}, ") and "bleu: " in line
 
 
-def test_a_column_its_inputs_predate_is_no_difference_and_any_other_column_is():
-    """The published contrast files predate `<metric>_tost_p_holm`: their table, rebuilt
-    now, gains that column empty, and still verifies; a column the inputs do fill, or one
-    the committed table has beyond them, is a difference."""
+def test_a_column_either_table_has_beyond_the_other_is_a_difference():
+    """A column the inputs give that the committed table lacks, even an empty one, or one
+    the committed table has beyond them, is a difference; the `commit` column is not."""
     from mixnmt.verify import table_differs
 
     committed = pd.DataFrame({"a": ["x", "y"], "p": [0.1, 0.2]})
-    assert table_differs(committed, committed.assign(new=[None, None])) is None
+    assert table_differs(committed, committed.assign(commit=["c", "d"])) is None
     assert (
-        table_differs(committed, committed.assign(new=[None, 0.5]))
+        table_differs(committed, committed.assign(new=[None, None]))
         == "columns a, p; its inputs give a, p, new"
     )
     assert (

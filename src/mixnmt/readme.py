@@ -14,7 +14,7 @@ from mixnmt import MixnmtError
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import METRIC_NAMES, answer, count, holm_p, markdown_table, unheld
+from mixnmt.report import METRIC_NAMES, answer, count, markdown_table
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
 END = "<!-- end of the results of {experiment} -->"
@@ -71,28 +71,21 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
     return pd.DataFrame(rows)
 
 
-def contrast_cell(row: pd.Series, metric: str, contrasts: int) -> str:
-    """B - A [Welch's 95% interval]; in the primary cell, one of `contrasts`, also the
-    verdict: A or B better (with Holm's p), ≈ equivalent (with the two one-sided tests'
-    Holm p), each not bold, as no claim, where `unheld`; ? undecided (with the minimum
-    detectable effect at Holm's strictest level, or of the test alone where its file
-    predates that)."""
+def contrast_cell(row: pd.Series, metric: str) -> str:
+    """B - A [Welch's 95% interval]; in the primary cell, in bold, also the verdict: A or
+    B better (with Holm's p), ≈ equivalent (with the two one-sided tests' Holm p), or ?
+    undecided (with the difference these runs would detect at Holm's strictest level, where
+    each model has more than one)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
-    verdict, unclaimed = row[f"{metric}_verdict"], unheld(row, metric, contrasts)
-    if unclaimed == "difference":
-        return f"{cell} {verdict[0]} by Holm over the differences alone, no claim"
-    if unclaimed:
-        return f"{cell} ≈ without Holm's adjustment of both tests, no claim"
+    verdict = row[f"{metric}_verdict"]
     if verdict in ("A better", "B better"):
-        return f"**{cell} {verdict[0]}, {holm_p(row, metric, contrasts)}**"
+        return f"**{cell} {verdict[0]}, Holm p={row[f'{metric}_p_holm']:.3f}**"
     if verdict.startswith("equivalent"):
         return f"**{cell} ≈, TOST Holm p={row[f'{metric}_tost_p_holm']:.3f}**"
     if verdict == "undecided":
-        family, alone = row.get(f"{metric}_mde_holm"), row[f"{metric}_mde"]
-        if not pd.isna(family):
-            return f"**{cell} ?** (detects {family:.1f})"
-        return f"**{cell} ?**" + ("" if pd.isna(alone) else f" (detects {alone:.1f} alone)")
+        detects = row[f"{metric}_mde_holm"]
+        return f"**{cell} ?**" + ("" if pd.isna(detects) else f" (detects {detects:.1f})")
     return cell
 
 
@@ -112,7 +105,7 @@ def contrasts_table(contrasts: pd.DataFrame, config: dict[str, Any], testsets: l
         for metric, name in (("chrf", "ΔchrF"), ("bleu", "ΔBLEU")):
             for testset in testsets:
                 found = pair[pair.testset == testset]
-                cell = contrast_cell(found.iloc[0], metric, pairs.ngroups) if len(found) else ""
+                cell = contrast_cell(found.iloc[0], metric) if len(found) else ""
                 row[f"{name} {short(testset)}"] = cell
         rows.append(row)
     return pd.DataFrame(rows)
@@ -280,14 +273,11 @@ def contrasts_legend(config: dict[str, Any]) -> str:
         "The contrasts, B against A with the training run as the unit: the difference of the "
         "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
         f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Welch's p "
-        "adjusted by Holm's method over the contrasts, together with the equivalences' p; \"p≤\": "
-        "a bound of that, the number of contrasts times Welch's p, where the file adjusted the "
-        "differences alone), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
-        "with them), or ? undecided, with the difference these runs would "
-        "detect at 80% power at Holm's strictest level, whatever the other contrasts show "
-        '(simulated from the runs\' spread; "alone": what files made before it was kept give, by a '
-        "test of that contrast by itself and a t approximation, optimistic with few runs). Every "
-        "other cell describes. "
+        "adjusted by Holm's method over the contrasts, together with the equivalences' p), ≈ "
+        "equivalent within the margin (the two one-sided tests' p, adjusted with them), or ? "
+        "undecided, with the difference these runs would detect at 80% power at Holm's strictest "
+        "level, whatever the other contrasts show (simulated from the runs' spread). Every other "
+        "cell describes. "
         '"What differs" lists every hyperparameter the two entries resolve to differently.'
     )
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from mixnmt.compare import ALPHA
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
@@ -114,86 +113,30 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
     return None
 
 
-def unheld(row: pd.Series, metric: str, contrasts: int) -> str | None:
-    """Which verdict of a primary cell is no claim at the family-wise rate the study
-    declares, because its contrast file predates the adjustment of differences and
-    equivalences together (`compare.holm`; the table row has no `<metric>_hypotheses`):
-    "equivalent", adjusted with the other equivalences at most (before f2f4539, not at
-    all); "difference", Holm-adjusted over the differences alone, where `contrasts` times
-    its Welch p, which bounds its p adjusted together with the equivalences (ALPHA is never
-    divided by more than the number of contrasts), is not below ALPHA. None where the
-    verdict is a claim, or none is made."""
-    if not pd.isna(row.get(f"{metric}_hypotheses")):
-        return None
-    verdict = row[f"{metric}_verdict"]
-    if verdict.startswith("equivalent"):
-        return "equivalent"
-    if verdict in ("A better", "B better") and joint_bound(row, metric, contrasts) >= ALPHA:
-        return "difference"
-    return None
-
-
-def joint_bound(row: pd.Series, metric: str, contrasts: int) -> float:
-    """For a file that adjusted the differences alone, the bound of a difference's p
-    adjusted together with the equivalences: `contrasts` times Welch's p."""
-    return min(1.0, contrasts * row[f"{metric}_p"])
-
-
-def holm_p(row: pd.Series, metric: str, contrasts: int) -> str:
-    """A difference's p adjusted over both hypotheses of every contrast: its file's, or for
-    a file made before that adjustment its `joint_bound`."""
-    if pd.isna(row.get(f"{metric}_hypotheses")):
-        return f"Holm p≤{joint_bound(row, metric, contrasts):.3f}"
-    return f"Holm p={row[f'{metric}_p_holm']:.3f}"
-
-
-def finding(row: pd.Series, metric: str, contrasts: int) -> str:
-    """What a contrast's primary cell, one of `contrasts`, says by its verdict: a difference
-    with Welch's and Holm's p, equivalence within the margin with the two one-sided tests'
-    Holm p (each no claim where `unheld`), or undecided with what these runs could detect
-    at Holm's strictest level (files made before it was kept: what one test alone could,
-    by a t approximation)."""
+def finding(row: pd.Series, metric: str) -> str:
+    """What a contrast's primary cell says by its verdict: a difference with Welch's and
+    Holm's p, equivalence within the margin with the two one-sided tests' Holm p, or
+    undecided with what these runs could detect at Holm's strictest level."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
     if min(row.seeds_a, row.seeds_b) < 2:
         return f"{where}: B - A {delta:+.2f} from one run of a model, no claim"
-    unclaimed, welch = unheld(row, metric, contrasts), f"Welch p={row[f'{metric}_p']:.4f}"
     if verdict in ("A better", "B better"):
         winner, loser = (b, a) if verdict == "B better" else (a, b)
-        by = f"by {abs(delta):.2f} points (B - A {delta:+.2f}, 95% [{ci}]; {welch}"
-        if unclaimed:
-            return (
-                f"{winner} was judged to beat {loser} in {where} {by}) by Holm's adjustment over the "
-                f"differences alone (p={row[f'{metric}_p_holm']:.3f}), not adjusted together with the "
-                f"equivalences (Welch p not below {ALPHA:g} / {contrasts} contrasts): no claim"
-            )
-        return f"{winner} beats {loser} in {where} {by}, {holm_p(row, metric, contrasts)})"
+        return (
+            f"{winner} beats {loser} in {where} by {abs(delta):.2f} points (B - A {delta:+.2f}, "
+            f"95% [{ci}]; Welch p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
+        )
     if verdict.startswith("equivalent"):
-        said = f"{verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]"
-        if unclaimed and pd.isna(row.get(f"{metric}_tost_p_holm")):
-            return (
-                f"{a} and {b} were judged {said}) by this contrast's own two one-sided tests, not "
-                "Holm-adjusted over the contrasts as a difference is: no claim"
-            )
-        if unclaimed:
-            return (
-                f"{a} and {b} were judged {said}) by two one-sided tests Holm-adjusted over the "
-                "equivalences alone, not together with the differences: no claim"
-            )
-        return f"{a} and {b} are {said}; TOST Holm p={row[f'{metric}_tost_p_holm']:.3f})"
-    family = row.get(f"{metric}_mde_holm")
-    detects = (
-        f"these runs would detect {family:.2f} points at 80% power, whatever the other contrasts show"
-        if not pd.isna(family)
-        else f"a test of this contrast alone would detect {row[f'{metric}_mde']:.2f} points at 80% power "
-        "(a t approximation, optimistic with few runs); with Holm's adjustment over the contrasts, only a "
-        "larger difference"
-    )
-    apart = " over the differences alone" if pd.isna(row.get(f"{metric}_hypotheses")) else ""
+        return (
+            f"{a} and {b} are {verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]; "
+            f"TOST Holm p={row[f'{metric}_tost_p_holm']:.3f})"
+        )
     return (
         f"{where} cannot tell {a} and {b} apart (B - A {delta:+.2f}, 95% [{ci}], Holm "
-        f"p={row[f'{metric}_p_holm']:.3f}{apart}); {detects}"
+        f"p={row[f'{metric}_p_holm']:.3f}); these runs would detect {row[f'{metric}_mde_holm']:.2f} "
+        "points at 80% power, whatever the other contrasts show"
     )
 
 
@@ -206,7 +149,7 @@ def answer(contrasts: pd.DataFrame) -> list[str]:
         found = primary_cell(rows)
         runs = f"{int(rows.seeds_a.iloc[0])} and {int(rows.seeds_b.iloc[0])} runs"
         if found:
-            said = finding(*found, pairs.ngroups)
+            said = finding(*found)
         else:
             said = "no pre-declared test set among its rows, no claim"
         sentences.append(f"{b} against {a} ({runs}): {said}.")
@@ -222,13 +165,10 @@ def abbreviated(commit: str) -> str:
 def glance(contrasts: pd.DataFrame) -> str:
     """The answer in one line, from the same primary cells as `answer`: how many contrasts
     find a difference (and which way), an equivalence, or neither, and how many make no
-    claim (one run of a model; a verdict that is `unheld`)."""
-    alone = "with Holm's adjustment over the differences alone, no claim"
+    claim (one run of a model)."""
     said = {  # kind -> what one contrast, and several, do
         "difference": ("finds a difference", "find a difference"),
         "equivalent": ("finds an equivalence", "find an equivalence"),
-        "unheld difference": (f"was judged a difference {alone}", f"were judged differences {alone}"),
-        "unheld equivalent": ("was judged equivalent without Holm's adjustment of both tests, no claim",) * 2,
         "undecided": ("finds neither", "find neither"),
         "no claim": ("makes no claim (one run of a model)", "make no claim (one run of a model)"),
     }
@@ -241,10 +181,8 @@ def glance(contrasts: pd.DataFrame) -> str:
             continue
         row, metric = primary
         cells.append(f"{METRIC_NAMES[metric]} on {row.testset}")
-        verdict, unclaimed = row[f"{metric}_verdict"], unheld(row, metric, pairs.ngroups)
-        if unclaimed:
-            found[f"unheld {unclaimed}"].append(f"{a} and {b}")
-        elif verdict in ("A better", "B better"):
+        verdict = row[f"{metric}_verdict"]
+        if verdict in ("A better", "B better"):
             found["difference"].append(f"{b} over {a}" if verdict == "B better" else f"{a} over {b}")
         elif verdict.startswith("equivalent"):
             found["equivalent"].append(f"{a} and {b}")

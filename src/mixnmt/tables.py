@@ -69,12 +69,6 @@ def jobs(benchmarks: pd.DataFrame) -> pd.DataFrame:
     return table[columns].sort_values("job", ignore_index=True).round(1)
 
 
-KEPT_SINCE = ("tost_p_holm", "mde_holm", "hypotheses")
-"""A contrast file's statistics that files made before they were kept lack (f2f4539,
-6ce4b8f, and the adjustment of differences and equivalences together): empty in those
-files' table rows."""
-
-
 def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any]]) -> pd.DataFrame:
     """Per contrast (B against A) and test set, with the training run as the unit: each
     model's runs and parameters without embeddings (millions: a contrast should change one
@@ -94,8 +88,8 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
             for key in ("bleu", "chrf"):
                 row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in ("a", "b", "delta")}
                 row[f"{key}_ci"] = interval(r[f"{key}_low"], r[f"{key}_high"])
-                for k in ("p", "p_holm", "tost_p_holm", "hypotheses", "mde", "mde_holm", "verdict"):
-                    row[f"{key}_{k}"] = r.get(f"{key}_{k}") if k in KEPT_SINCE else r[f"{key}_{k}"]
+                judged = ("p", "p_holm", "tost_p_holm", "hypotheses", "mde", "mde_holm", "verdict")
+                row |= {f"{key}_{k}": r[f"{key}_{k}"] for k in judged}
                 row[f"{key}_boot_ci"] = interval(r[f"{key}_boot_low"], r[f"{key}_boot_high"])
                 row[f"{key}_boot_p"] = r[f"{key}_boot_p"]
                 row[f"{key}_p_seeds"] = " ".join(f"{p:.3f}" for p in r[f"{key}_p_seeds"])
