@@ -125,11 +125,6 @@ ERRORS = pd.DataFrame(
         ("reliance", {"reliance": RELIANCE}),
         ("mixture_usage", {"metrics": {"plain": METRICS, "mix": METRICS.assign(**USAGE)}}),
         ("mixture_usage", {"metrics": {"plain": METRICS}}),  # nothing to draw: says so
-        # a run from before mixing was measured: its panel stays empty
-        (
-            "mixture_usage",
-            {"metrics": {"mix": METRICS.assign(**USAGE).drop(columns="decoder_responsibilities.mi")}},
-        ),
         ("alignments", {"analyses": [PLAIN, MIX]}),  # nothing to draw: says so
         ("responsibilities", {"analyses": [PLAIN]}),
         ("alignment_errors", {"alignment_errors": ERRORS}),

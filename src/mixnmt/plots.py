@@ -473,8 +473,7 @@ USAGE = {
 def mixture_usage(metrics: dict[str, pd.DataFrame]) -> Figure:
     """Per epoch, on validation: the mass each mixture model puts on stay, on its learned
     components and on the source, and how much its heads mix: the mutual information
-    between the step and the candidate, averaged over heads (runs from before it was
-    measured leave that panel out)."""
+    between the step and the candidate, averaged over heads."""
     series = [
         (model, column.removesuffix(".stay"), m)
         for model, m in metrics.items()
@@ -491,10 +490,7 @@ def mixture_usage(metrics: dict[str, pd.DataFrame]) -> Figure:
         style = styles[names.index(name) % len(styles)]
         for ax, stat in zip(axes, USAGE):
             label = f"{model} {name.replace('_', ' ')}"
-            if f"{name}.{stat}" in m:
-                ax.plot(
-                    m.epoch, m[f"{name}.{stat}"], style, marker="o", ms=3, color=colors[model], label=label
-                )
+            ax.plot(m.epoch, m[f"{name}.{stat}"], style, marker="o", ms=3, color=colors[model], label=label)
     for ax, title in zip(axes, USAGE.values()):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("epoch")
