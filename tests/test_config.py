@@ -14,7 +14,7 @@ from snakemake.utils import validate
 
 from conftest import CONFIG, ROOT, TINY
 from mixnmt import MixnmtError
-from mixnmt.config import DecodeConfig, check, check_strictly, config_section
+from mixnmt.config import DecodeConfig, check, check_strictly, config_section, merge
 from mixnmt.models import defaults, hyperparameter_schemas, resolve
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -194,30 +194,72 @@ def test_a_model_size_must_be_an_int_of_sane_size(value, message):
         resolve(name, {**CONFIG["models"][name], "d_model": value})
 
 
-def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():
-    from mixnmt.config import CPU_EMULATED_BF16, CPU_EPOCH_SECONDS_PER_MB, cpu_notice, merge, selected
+def overlay(name: str) -> dict:
+    return merge(CONFIG, yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text()))
 
-    notice = cpu_notice(CONFIG, cores=2)
-    runs = len(selected(CONFIG)) * len(CONFIG["seeds"])
+
+def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():
+    from mixnmt.config import CPU_SECONDS, cpu_fits, cpu_hours, cpu_notice, every_run, parameters
+
+    notice = cpu_notice(CONFIG, 2, True)
+    runs = every_run(CONFIG)
     megabytes = sum(entry["size"] for entry in CONFIG["datasets"][CONFIG["dataset"]]["train"].values()) / 1e6
-    hours = runs * CONFIG["train"]["epochs"] * megabytes * CPU_EPOCH_SECONDS_PER_MB / 3600
-    assert f"this run has {runs} training jobs (one per model and seed)" in notice
-    assert f"roughly {hours:.0f} hours on 2 CPU cores" in notice
-    assert "--configfile experiments/cpu.yaml" in notice
-    assert cpu_notice(CONFIG, cores=16) != notice  # more cores, less time
-    short = copy.deepcopy(CONFIG) | {"seeds": [1], "only": [CONFIG["analysis"]["baseline"]]}
-    assert cpu_notice({**short, "train": {**CONFIG["train"], "epochs": 3}}, cores=2) is None
-    assert cpu_notice(merge(CONFIG, TINY), cores=2) is None  # 28 kB of synthetic text: minutes, not hours
-    assert cpu_notice(CONFIG, cores=2, runs=runs // 2) != notice  # the runs this invocation trains
-    assert cpu_notice(CONFIG, cores=2, runs=0) is None  # DVC's stages after training
-    capped = cpu_notice({**CONFIG, "max_steps": 600}, cores=2)  # the README's quick run, once 169 hours
+    millions = sum(parameters(name, CONFIG["models"][name], 8000, True) for name in runs) / 1e6
+    hours = millions * CONFIG["train"]["epochs"] * megabytes * CPU_SECONDS / 3600
+    assert notice == (
+        f"no GPU here: this run has {len(runs)} training jobs (one per model and seed) of up to 40 epochs "
+        f"on {megabytes:.1f} MB of training files, roughly {hours:.0f} hours on 2 CPU cores."
+    )
+    assert cpu_notice(CONFIG, 16, True) != notice  # more cores, less time
+    one = copy.deepcopy(CONFIG) | {"seeds": [1], "only": [CONFIG["analysis"]["baseline"]]}
+    assert cpu_notice({**one, "train": {**CONFIG["train"], "epochs": 3}}, 2, True) is None
+    # 28 kB of synthetic text: minutes, not hours
+    assert cpu_notice(merge(CONFIG, TINY), 2, True) is None
+    # the runs this invocation trains
+    assert cpu_notice(CONFIG, 2, True, runs=runs[: len(runs) // 2]) != notice
+    assert cpu_notice(CONFIG, 2, True, runs=[]) is None  # DVC's stages after training
+    capped = cpu_notice({**CONFIG, "max_steps": 600}, 2, True)  # the README's quick run on a GPU
     assert "of 600 steps" in capped and f"roughly {hours * 600 / (40 * 121):.0f} hours" in capped
-    study = merge(CONFIG, yaml.safe_load((ROOT / "experiments" / "cpu.yaml").read_text()))
-    assert cpu_notice(study, 2) is None
-    # in bf16 on cores that emulate it, the CPU experiment takes a day: it says so, and how to train in fp32
-    emulated = cpu_notice(study, 2, emulated=True)
-    assert f"in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time" in emulated
-    assert "--config 'train={precision: fp32}'" in emulated
+    # what fits instead, and its time on these cores
+    short = overlay("cpu")
+    assert cpu_fits(short, 2, True) == (
+        "The CPU experiment (part one of the study: small models, five seeds of two epochs each) trains in "
+        f"about {cpu_hours(short, 2, True):.1f} hours here: "
+        "`snakemake --cores all --configfile experiments/cpu.yaml`."
+    )
+    # in proportion to the models' parameters: config.yaml's baseline against part two's
+    reference, name = overlay("cpu-reference"), CONFIG["analysis"]["baseline"]
+    alone = {"only": [name], "seeds": [1], "train": {"epochs": 2}}
+    ratio = cpu_hours(merge(CONFIG, alone), 2, True) / cpu_hours(merge(reference, alone), 2, True)
+    sizes = [parameters(name, config["models"][name], 8000, True) for config in (CONFIG, reference)]
+    assert ratio == pytest.approx(sizes[0] / sizes[1]) and ratio > 1.5
+
+
+@pytest.mark.parametrize("experiment", ["cpu", "cpu-reference", "cpu-converged"])
+def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_emulate_it(experiment):
+    """Each published CPU study starts without `allow_cpu` on cores with AVX-512 BF16 or
+    AMX; where bf16 is emulated it stops, naming the fp32 override for this run, and what
+    fits there is the CPU experiment in fp32, not itself as it was given."""
+    from mixnmt.config import CPU_EMULATED_BF16, CPU_FP32, cpu_fits, cpu_hours, cpu_notice
+
+    study, short = overlay(experiment), overlay("cpu")
+    assert "allow_cpu" not in yaml.safe_load((ROOT / "experiments" / f"{experiment}.yaml").read_text())
+    assert cpu_notice(study, 2, True) is None
+    emulated = cpu_notice(study, 2, False)
+    assert emulated.endswith(
+        f"CPU cores in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; "
+        "in fp32: --config 'train={precision: fp32}')."
+    )
+    fits = cpu_hours(short, 2, True) * CPU_FP32
+    assert cpu_fits(short, 2, False).endswith(
+        f"trains in about {fits:.1f} hours here: "
+        "`snakemake --cores all --configfile experiments/cpu.yaml --config 'train={precision: fp32}'`."
+    )
+    fp32 = merge(study, {"train": {"precision": "fp32"}})  # the same hours wherever bf16 is not used
+    assert cpu_hours(fp32, 2, False) == cpu_hours(fp32, 2, True) == cpu_hours(study, 2, True) * CPU_FP32
+    auto = merge(study, {"train": {"precision": "auto"}})  # bf16 where native, fp32 elsewhere
+    assert cpu_hours(auto, 2, True) == cpu_hours(study, 2, True)
+    assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
 
 
 def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsys):
@@ -254,7 +296,6 @@ def test_mixnmt_config_writes_an_overlay_merged_as_dvc_runs_it(tmp_path, monkeyp
     import yaml
 
     from mixnmt.cli import main
-    from mixnmt.config import merge
 
     monkeypatch.chdir(ROOT)
     output = tmp_path / "config.yaml"

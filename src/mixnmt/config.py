@@ -37,22 +37,31 @@ CONFIG = Path("config.yaml")
 """The one configuration, in the repository root (Snakefile's `configfile:`)."""
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
 """Its JSON schema, relative to the repository root."""
+CPU_EXPERIMENT = Path("experiments/cpu.yaml")
+"""The overlay of the experiment that fits a machine without a GPU (part one of the study)."""
+FP32 = "--config 'train={precision: fp32}'"
+"""The command-line override that trains in fp32 where a CPU emulates bf16."""
 MAX_DEPTH = 20
 """The deepest a config may nest (config.yaml: 6): the checks walk it recursively."""
 MAX_NODES = 100_000
 """The most values a config file may expand to: config.yaml has about 500, and YAML
 aliases let a few hundred bytes expand to billions (an "alias bomb")."""
 
-CPU_EPOCH_SECONDS_PER_MB = 200
-"""One epoch of a model of config.yaml's sizes on 2 CPU cores, per MB of the pinned
-training files: 240 s for Multi30k's 1.21 MB (gzipped), as measured in
-results/multi30k-cpu (train/*/seed1/metrics.tsv, rounded). The basis of `cpu_notice`."""
-
-
+CPU_SECONDS = 15
+"""Seconds a training job takes per epoch, per MB of the pinned training files and per
+million parameters, on 2 CPU cores that compute bf16 natively, a job per core (its
+validation and start included): 14.7 over part one's 30 runs, 15.5 over part two's 25 (10.3
+to 12.0 for its models but the latent one, 31), 10.7 over the converged reference's (whose
+tables/jobs.tsv keeps only a resumed job's last invocation), from the three studies'
+tables/jobs.tsv on an AMD EPYC with AVX-512 BF16. The basis of `cpu_hours`."""
 CPU_HOURS = 8
 """Training that `cpu_notice` estimates to take longer than this on a CPU stops before it
-starts, unless `allow_cpu`: the CPU experiment (estimated at 4 hours, 2.5 to 3.5 measured)
-starts, the full study (169 hours) does not."""
+starts, unless `allow_cpu`: on cores that compute bf16 natively the three CPU studies start
+(part one estimated at 0.85 hours of training, 0.84 measured; the converged reference 4.4
+at its 40-epoch cap, 3.2 measured with patience), the full study (131 hours) does not."""
+CPU_FP32 = 2
+"""How many times bf16's time fp32 training takes on a CPU that computes bf16 natively:
+1.6 to 2.2 for the study's models (issue 33, benchmarks/speed.py)."""
 CPU_EMULATED_BF16 = 20
 """How many times fp32's time bf16 training takes on a CPU that emulates it (no AVX-512
 BF16 or AMX): 21-23 for part one's models on an AMD EPYC with AVX2 only, 60 for config.yaml's
@@ -425,36 +434,88 @@ def primary(config: dict[str, Any]) -> tuple[str, str]:
     return chosen["metric"], chosen["testset"] or next(iter(config["datasets"][config["dataset"]]["test"]))
 
 
-def cpu_notice(
-    config: dict[str, Any], cores: int, runs: int | None = None, emulated: bool = False
-) -> str | None:
-    """What `runs` training runs of `config` (default: every model and seed; the workflow
-    passes those it is about to run) mean on `cores` CPU cores, if they would take hours,
-    within `max_steps` where it caps them, and where the short CPU experiment is; None
-    when that is quick. `emulated`: they train in bf16, which these cores emulate."""
-    runs = len(selected(config)) * len(config["seeds"]) if runs is None else runs
-    train, epochs = config["datasets"][config["dataset"]]["train"], config["train"]["epochs"]
-    megabytes = sum(train[lang]["size"] for lang in (config["src"], config["tgt"])) / 1e6
-    per_epoch = megabytes * CPU_STEPS_PER_MB * 4096 / config["train"]["max_tokens"]
-    capped = config["max_steps"] is not None and config["max_steps"] < epochs * per_epoch
-    trained = config["max_steps"] / per_epoch if capped else epochs  # in epochs
-    hours = runs * trained * megabytes * CPU_EPOCH_SECONDS_PER_MB * 2 / cores / 3600
-    hours *= CPU_EMULATED_BF16 if emulated else 1
+def cpu_hours(config: dict[str, Any], cores: int, native: bool, runs: list[str] | None = None) -> float:
+    """Roughly the hours that training runs of `config`'s models `runs` (default: every
+    model and seed) take on `cores` CPU cores, in the precision its `train.precision` gives on
+    cores that compute bf16 natively (`native`) or emulate it, within `max_steps` where it
+    caps them: in proportion to each model's parameters."""
+    runs = every_run(config) if runs is None else runs
+    spm = config["spm"]
+    sizes = {
+        name: parameters(name, config["models"][name], spm["vocab_size"], spm["joint"]) for name in set(runs)
+    }
+    per_epoch = sum(sizes[name] for name in runs) / 1e6 * training_megabytes(config) * CPU_SECONDS
+    hours = per_epoch * cpu_epochs(config) * 2 / cores / 3600
+    setting = config["train"]["precision"]
+    if (auto_precision(False, native) if setting == "auto" else setting) == "fp32":
+        return hours * CPU_FP32
+    return hours if native else hours * CPU_FP32 * CPU_EMULATED_BF16
+
+
+def parameters(name: str, entry: dict | None, vocab: int, shared_vocab: bool) -> int:
+    """The parameters of config entry `models.<name>` at vocabulary size `vocab`, built on
+    the meta device (nothing allocated or drawn)."""
+    import torch  # with the registry: only here
+
+    from mixnmt.models import Undrawn, build, parameter_counts, resolve
+
+    arch, hparams = resolve(name, entry)
+    with torch.device("meta"), Undrawn():
+        return parameter_counts(build(arch, hparams, vocab, vocab, shared_vocab, name))[0]
+
+
+def every_run(config: dict[str, Any]) -> list[str]:
+    """The model of each training run of `config`: each selected model once per seed."""
+    return [name for name in selected(config) for _ in config["seeds"]]
+
+
+def training_megabytes(config: dict[str, Any]) -> float:
+    """The size of the pinned training files (MB, as downloaded)."""
+    train = config["datasets"][config["dataset"]]["train"]
+    return sum(train[lang]["size"] for lang in (config["src"], config["tgt"])) / 1e6
+
+
+def cpu_epochs(config: dict[str, Any]) -> float:
+    """The epochs each run trains: `train.epochs`, or fewer where `max_steps` caps them."""
+    per_epoch = training_megabytes(config) * CPU_STEPS_PER_MB * 4096 / config["train"]["max_tokens"]
+    epochs = config["train"]["epochs"]
+    return min(epochs, config["max_steps"] / per_epoch) if config["max_steps"] is not None else epochs
+
+
+def cpu_notice(config: dict[str, Any], cores: int, native: bool, runs: list[str] | None = None) -> str | None:
+    """What training runs of `config`'s models `runs` (default: every model and seed; the
+    workflow passes those it is about to run) mean on `cores` CPU cores that compute bf16
+    natively (`native`) or emulate it, if they would take hours, within `max_steps` where
+    it caps them; None when the run is quick (`cpu_fits` says what fits instead)."""
+    runs = every_run(config) if runs is None else runs
+    hours = cpu_hours(config, cores, native, runs)
     if hours < CPU_HOURS:
         return None
-    length = f"{config['max_steps']} steps" if capped else f"up to {epochs} epochs"
+    epochs = cpu_epochs(config)
+    length = (
+        f"{config['max_steps']} steps" if epochs < config["train"]["epochs"] else f"up to {epochs} epochs"
+    )
     emulation = (
-        f" in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; in fp32: "
-        "--config 'train={precision: fp32}')"
-        if emulated
+        f" in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; in fp32: {FP32})"
+        if config["train"]["precision"] == "bf16" and not native
         else ""
     )
     return (
-        f"no GPU here: this run has {runs} training jobs (one per model and seed) of {length} on "
-        f"{megabytes:.1f} MB of training files, roughly {hours:.0f} hours on {cores} CPU cores{emulation}. "
-        "The CPU experiment (part one of the study: small models, five seeds of two epochs each, 1.6 "
-        "hours on 2 cores with AVX-512 BF16 or AMX as published) is "
-        "`snakemake --cores all --configfile experiments/cpu.yaml`."
+        f"no GPU here: this run has {len(runs)} training jobs (one per model and seed) of {length} on "
+        f"{training_megabytes(config):.1f} MB of training files, roughly {hours:.0f} hours on {cores} "
+        f"CPU cores{emulation}."
+    )
+
+
+def cpu_fits(short: dict[str, Any], cores: int, native: bool) -> str:
+    """The command of the CPU experiment (`short`: config.yaml with CPU_EXPERIMENT) that
+    fits `cores` CPU cores, in fp32 where they emulate bf16, with its time there."""
+    command = f"snakemake --cores all --configfile {CPU_EXPERIMENT}"
+    if not native and short["train"]["precision"] == "bf16":
+        short, command = merge(short, {"train": {"precision": "fp32"}}), f"{command} {FP32}"
+    return (
+        "The CPU experiment (part one of the study: small models, five seeds of two epochs each) "
+        f"trains in about {cpu_hours(short, cores, native):.1f} hours here: `{command}`."
     )
 
 

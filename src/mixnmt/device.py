@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import torch
 
-from mixnmt.config import CPU_EMULATED_BF16
+from mixnmt.config import CPU_EMULATED_BF16, FP32
 from mixnmt.machine import auto_precision, cpu_native_bf16
 from mixnmt.models import REGISTRY, resolve
 
@@ -52,8 +52,8 @@ def emulated_bf16(setting: Precision, device: torch.device) -> str | None:
     return (
         f"train.precision: bf16 on a CPU without AVX-512 BF16 or AMX ({vectors}): PyTorch emulates "
         f"bf16 here, and training takes about {CPU_EMULATED_BF16} times as long as in fp32 "
-        "(benchmarks/speed.py measures both). To train in fp32 instead: --config 'train={precision: "
-        "fp32}' (other runs than the bf16 ones: a run's fingerprint names its precision)"
+        f"(benchmarks/speed.py measures both). To train in fp32 instead: {FP32} (other runs than "
+        "the bf16 ones: a run's fingerprint names its precision)"
     )
 
 

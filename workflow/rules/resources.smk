@@ -4,8 +4,8 @@ of seeds."""
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from mixnmt.config import cpu_notice
-from mixnmt.machine import cuda_available, torch_environment
+from mixnmt.config import CONFIG, CPU_EXPERIMENT, cpu_fits, cpu_notice, merge, read
+from mixnmt.machine import cpu_native_bf16, cuda_available, torch_environment
 
 # The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
 # counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
@@ -74,10 +74,15 @@ onstart:
     if limiter and (limiter.max_jobs, limiter.timespan) == (100, 1):
         workflow.scheduler.job_rate_limiter = None
     # Without a GPU, a run whose training takes hours here stops before it starts, saying
-    # what fits; with allow_cpu it goes on, saying how long it takes. Training in bf16
-    # on a CPU that emulates it is said before it starts.
+    # what fits here (the CPU experiment, in fp32 where bf16 is emulated); with allow_cpu
+    # it goes on, saying how long it takes. Training in bf16 on a CPU that emulates it is
+    # said before it starts.
     if cpu_only():
-        runs = sum(job.rule.name == "train" for job in workflow.dag.needrun_jobs())
+        runs = [
+            job.wildcards.model
+            for job in workflow.dag.needrun_jobs()
+            if job.rule.name == "train"
+        ]
         warning = None
         if runs:  # torch: only where training runs
             from mixnmt.device import emulated_bf16, pick_device
@@ -85,7 +90,13 @@ onstart:
             warning = emulated_bf16(config["train"]["precision"], pick_device())
         if warning:
             logger.warning(warning)
-        notice = cpu_notice(config, workflow.cores, runs, emulated=bool(warning))
+        native, cores = cpu_native_bf16(), workflow.cores
+        notice = cpu_notice(config, cores, native, runs)
+        if notice:
+            short = merge(
+                read(CONFIG), read(f"{workflow.basedir}/{CPU_EXPERIMENT}")
+            )
+            notice = f"{notice} {cpu_fits(short, cores, native)}"
         if notice and not config["allow_cpu"]:
             raise WorkflowError(
                 f"{notice} To train this run here anyway: --config allow_cpu=true"
