@@ -343,6 +343,28 @@ def test_a_config_file_that_is_not_plain_utf8_yaml_is_refused_in_one_line(tmp_pa
     assert str(error.value) == f"{path}: {message}"
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "allow_cpu=true",
+        "seeds=[1,2]",
+        "train={epochs: 3, lr: 0.5, precision: fp32}",
+        "max_steps=null",
+        "only=[rnn, attention]",
+        "mirror=../data/multi30k",
+    ],
+)
+def test_a_config_entry_is_typed_as_the_same_text_in_a_config_file(entry):
+    """Snakemake reads `allow_cpu=true` and the values inside a list or mapping as
+    strings; the workflow retypes them as YAML would."""
+    from snakemake.cli import parse_config
+
+    from mixnmt.config import typed
+
+    key, text = entry.split("=", 1)
+    assert typed(parse_config([entry])) == yaml.safe_load(f"{key}: {text}")
+
+
 def test_prepare_filters_training_pairs_never_test_sets_and_checks_the_shown_sentences():
     from mixnmt.config import prepare_arguments
 

@@ -242,6 +242,22 @@ def test_without_a_gpu_a_run_of_many_hours_stops_before_it_starts_saying_what_fi
     assert not (workdir / "data").exists() and not list((workdir / "results").rglob("*.pt"))
     # config.yaml trains in bf16: where this CPU emulates it, that is said before it starts
     assert ("emulates bf16" in said) == (not native_bf16(torch.device("cpu"))), said
+    # insisting goes on, the cost said as a warning (the download, from an empty mirror,
+    # is the first job and fails)
+    empty = workdir / "empty"
+    empty.mkdir()
+    result = snakemake(workdir, "--config", "max_steps=600", "allow_cpu=true", f"mirror={empty}")
+    said = result.stderr + result.stdout
+    assert "hours on 2 CPU cores" in said and "here anyway" not in said, said
+    assert "download" in said and not list((workdir / "results").rglob("*.pt"))
+
+
+def test_numbers_and_booleans_given_with_config_are_read_as_in_a_config_file(workdir):
+    """Snakemake keeps `allow_cpu=true` and what is inside `seeds=[7]` as strings; the
+    workflow types them as a config file would, so the schema takes them."""
+    result = snakemake(workdir, "-n", "--config", "allow_cpu=true", "seeds=[7]", "train={epochs: 1}")
+    assert result.returncode == 0, result.stderr
+    assert "seed7.pt" in result.stdout and "seed1.pt" not in result.stdout
 
 
 def reversed_keys(value, path=()):

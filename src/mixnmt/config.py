@@ -298,6 +298,26 @@ def merge(config: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+YAML_SCALARS = {f"tag:yaml.org,2002:{kind}" for kind in ("bool", "int", "float", "null")}
+
+
+def typed(value: Any) -> Any:
+    """A `--config` value with its scalars typed as a config file types them: Snakemake
+    keeps `allow_cpu=true`, `seeds=[1,2]` and `train={epochs: 3}` as strings ('true',
+    '1', '3'). A string is retyped only where YAML's resolver reads it as a boolean,
+    number or null (a plain scalar: no alias can expand)."""
+    if isinstance(value, dict):
+        return {key: typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [typed(item) for item in value]
+    if (
+        isinstance(value, str)
+        and yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) in YAML_SCALARS
+    ):
+        return yaml.safe_load(value)
+    return value
+
+
 def load(*overlays: str | Path) -> dict[str, Any]:
     """config.yaml with `overlays` merged on it in order, checked as the workflow checks
     it (the schema with strict integers, then `check`). Outside the repository root (no

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mixnmt import MixnmtError
-from mixnmt.config import MAX_NODES, check, check_strictly, nodes, read
+from mixnmt.config import MAX_NODES, check, check_strictly, merge, nodes, read, typed
 from mixnmt.schema import schema_error
 
 # Snakemake merges the overlays (--configfile) and single keys (--config) onto config.yaml
@@ -27,6 +27,11 @@ except MixnmtError as e:
 
 
 configfile: "config.yaml"
+
+
+# --config's booleans and numbers as a config file gives them (Snakemake keeps
+# `allow_cpu=true` and the values inside `seeds=[1,2]` as strings)
+config.update(merge(config, typed(workflow.config_settings.overwrite_config)))
 
 
 SCHEMA = f"{workflow.basedir}/workflow/schemas/config.schema.yaml"
