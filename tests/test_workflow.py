@@ -424,6 +424,10 @@ def test_tiny_experiment_end_to_end(workdir, tmp_path_factory):
     tiny = yaml.safe_load((project / "tests" / "tiny.yaml").read_text())
     entries, models = tiny["models"], sorted(tiny["only"])
     assert "sixth" in models
+    # the whole run's line, at the start and as the last run is done (decoding follows)
+    said = result.stderr + result.stdout
+    runs = len(models) * len(tiny["seeds"])
+    assert f"training: 0 of {runs} runs done" in said and f"training: {runs} of {runs} runs done" in said
     table = pd.read_csv(out / "scores.tsv", sep="\t").set_index(["testset", "model"])
     assert list(table.index) == [(t, m) for t in ("test_a", "test_b") for m in models]
     assert (table.params > 0).all()

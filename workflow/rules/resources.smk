@@ -6,6 +6,7 @@ from snakemake.logging import logger
 
 from mixnmt.config import CONFIG, CPU_EXPERIMENT, cpu_fits, cpu_notice, merge, read
 from mixnmt.machine import cpu_native_bf16, cuda_available, torch_environment
+from mixnmt.progress import watch_training
 
 # The jobs that run a model use the GPU. Locally they share it: the resource gpu_jobs
 # counts them, and its limit (profiles/default: gpu_jobs=4) is how many run side by side
@@ -77,12 +78,11 @@ onstart:
     # what fits here (the CPU experiment, in fp32 where bf16 is emulated); with allow_cpu
     # it goes on, saying how long it takes. Training in bf16 on a CPU that emulates it is
     # said before it starts.
+    trains = [
+        job for job in workflow.dag.needrun_jobs() if job.rule.name == "train"
+    ]
+    runs = [job.wildcards.model for job in trains]
     if cpu_only():
-        runs = [
-            job.wildcards.model
-            for job in workflow.dag.needrun_jobs()
-            if job.rule.name == "train"
-        ]
         warning = None
         if runs:  # torch: only where training runs
             from mixnmt.device import emulated_bf16, pick_device
@@ -108,6 +108,8 @@ onstart:
         logger.info(
             f"resuming from their saved training states: {', '.join(saved)}"
         )
+    # the whole run's line: training runs done of those to train, as each finishes
+    watch_training([job.output.checkpoint for job in trains], logger.info)
 
 
 onerror:
