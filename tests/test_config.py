@@ -245,10 +245,11 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     study, short = overlay(experiment), overlay("cpu")
     assert "allow_cpu" not in yaml.safe_load((ROOT / "experiments" / f"{experiment}.yaml").read_text())
     assert cpu_notice(study, 2, True) is None
-    emulated = cpu_notice(study, 2, False)
+    emulated, fp32_hours = cpu_notice(study, 2, False), cpu_hours(study, 2, True) * CPU_FP32
     assert emulated.endswith(
         f"CPU cores in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; "
-        "in fp32: --config 'train={precision: fp32}')."
+        f"in fp32, about {fp32_hours:.{1 if fp32_hours < 10 else 0}f} hours: "
+        "--config 'train={precision: fp32}')."
     )
     fits = cpu_hours(short, 2, True) * CPU_FP32
     assert cpu_fits(short, 2, False).endswith(

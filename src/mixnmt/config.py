@@ -515,11 +515,13 @@ def cpu_notice(config: dict[str, Any], cores: int, native: bool, runs: list[str]
     length = (
         f"{config['max_steps']} steps" if epochs < config["train"]["epochs"] else f"up to {epochs} epochs"
     )
-    emulation = (
-        f" in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; in fp32: {FP32})"
-        if config["train"]["precision"] == "bf16" and not native
-        else ""
-    )
+    emulation = ""
+    if config["train"]["precision"] == "bf16" and not native:
+        fp32 = cpu_hours(merge(config, {"train": {"precision": "fp32"}}), cores, native, runs)
+        emulation = (
+            f" in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; in fp32, about "
+            f"{fp32:.{1 if fp32 < 10 else 0}f} hours: {FP32})"
+        )
     return (
         f"no GPU here: this run has {len(runs)} training jobs (one per model and seed) of {length} on "
         f"{training_megabytes(config):.1f} MB of training files, roughly {hours:.0f} hours on {cores} "
