@@ -22,32 +22,42 @@ def signature(path: str | Path) -> tuple[int, int, int] | None:
     return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
+class TrainingTally:
+    """The training runs done of those to train, told by their checkpoints (the training
+    jobs' outputs, written whole when a run ends): one there before the start (a run
+    trained again) counts only once it is written again."""
+
+    def __init__(self, checkpoints: list[str], say: Callable[[str], None]) -> None:
+        self.before = {path: signature(path) for path in checkpoints}
+        self.say, self.said, self.lock = say, 0, threading.Lock()
+        say(self.line(0))
+
+    def line(self, count: int) -> str:
+        return f"training: {count} of {len(self.before)} runs done"
+
+    def update(self) -> bool:
+        """Say the count if it changed since last said; whether every run is done."""
+        with self.lock:  # the watching thread and the workflow's end
+            count = sum(1 for path, old in self.before.items() if signature(path) not in (None, old))
+            if count != self.said:
+                self.say(self.line(count))
+                self.said = count
+            return count == len(self.before)
+
+
 def watch_training(
     checkpoints: list[str], say: Callable[[str], None], every: float = POLL_SECONDS
-) -> threading.Thread | None:
-    """Say "training: 0 of N runs done" now and the count again whenever another of
-    `checkpoints` (the training jobs' outputs, written whole when a run ends) is written,
-    in a daemon thread that ends once all are; None when there is nothing to train."""
+) -> TrainingTally | None:
+    """The tally of `checkpoints`, said now and updated every `every` s by a daemon thread
+    until every run is done (the workflow updates it once more at its end, when the last
+    run may have finished within the interval); None when there is nothing to train."""
     if not checkpoints:
         return None
-    before = {path: signature(path) for path in checkpoints}  # a stale one is not a run done
-
-    def done() -> int:
-        return sum(1 for path, old in before.items() if signature(path) not in (None, old))
-
-    def line(count: int) -> str:
-        return f"training: {count} of {len(checkpoints)} runs done"
+    tally = TrainingTally(checkpoints, say)
 
     def poll() -> None:
-        said = 0
-        while said < len(checkpoints):
+        while not tally.update():
             time.sleep(every)
-            count = done()
-            if count != said:
-                say(line(count))
-                said = count
 
-    say(line(0))
-    thread = threading.Thread(target=poll, daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=poll, daemon=True).start()
+    return tally

@@ -58,6 +58,10 @@ def train_gpu_jobs(wildcards, input):
     return gpu_shares(config, wildcards.model, input.train, memory, shares)
 
 
+# The whole run's tally of training runs done (mixnmt.progress), set by onstart.
+TRAINING = None
+
+
 def seed_priority(wildcards):
     """Earlier seeds first: every model's first run finishes before any second one."""
     return len(SEEDS) - SEEDS.index(wildcards.seed)
@@ -109,10 +113,20 @@ onstart:
             f"resuming from their saved training states: {', '.join(saved)}"
         )
     # the whole run's line: training runs done of those to train, as each finishes
-    watch_training([job.output.checkpoint for job in trains], logger.info)
+    global TRAINING
+    TRAINING = watch_training(
+        [job.output.checkpoint for job in trains], logger.info
+    )
+
+
+onsuccess:
+    if TRAINING:  # the last run may have finished since the line was last said
+        TRAINING.update()
 
 
 onerror:
+    if TRAINING:
+        TRAINING.update()
     # A stop (Ctrl-C, SIGTERM) fails the running training jobs; their states are saved.
     saved = LAYOUT.saved_runs()
     if saved:
