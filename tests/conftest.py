@@ -213,6 +213,15 @@ def random_checkpoint(tiny_spm, tmp_path) -> Path:
 # --- what a `mixnmt` command imports, read from the source -------------------------------
 
 
+def published() -> list[Path]:
+    """The results folders in git (a clone holds no others)."""
+    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "results"], capture_output=True, text=True)
+    folders = (
+        {Path(line).parts[1] for line in listed.stdout.splitlines()} if listed.returncode == 0 else set()
+    )
+    return [ROOT / "results" / name for name in sorted(folders)]
+
+
 def module_file(module: str) -> Path:
     path = ROOT / "src" / Path(*module.split("."))
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")

@@ -263,6 +263,17 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
 
 
+def test_the_cpu_study_in_fp32_starts_on_any_cpu():
+    """experiments/cpu-states.yaml trains in fp32, which every CPU computes natively: it
+    starts on 2 cores whether or not they have bf16, in the same estimated time."""
+    from mixnmt.config import CPU_HOURS, cpu_hours, cpu_notice
+
+    study = overlay("cpu-states")
+    assert study["train"]["precision"] == "fp32"
+    assert cpu_notice(study, 2, True) is None and cpu_notice(study, 2, False) is None
+    assert cpu_hours(study, 2, False) == cpu_hours(study, 2, True) < CPU_HOURS
+
+
 def test_each_training_and_decoding_setting_is_declared_once_with_its_help(capsys):
     """The `train` and `decode` settings are the fields of their dataclasses: the schema's
     sections are derived from them (the file declares none of them), and `--help` lists

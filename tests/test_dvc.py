@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import tinydata
-from conftest import CONFIG, FAST, ROOT, TINY, command_modules, module_file, rules
+from conftest import CONFIG, FAST, ROOT, TINY, command_modules, module_file, published, rules
 from mixnmt.files import sha256sum
 from mixnmt.paths import Layout
 
@@ -336,6 +336,14 @@ def test_metrics_and_plots_show_the_committed_cpu_run(tmp_path):
     assert len(curves) == 2, list(plots)  # (the experiment's own curves are not made yet)
     models = {row["model"] for name in curves for row in plots[name][0]["content"]["data"]["values"]}
     assert models == set(scores[next(iter(scores))]), models
+
+
+def test_dvc_metrics_name_every_published_study():
+    """`dvc metrics show` on a fresh clone lists the headline of every results folder in git
+    (and nothing else among the published)."""
+    listed = yaml.safe_load((ROOT / "dvc.yaml").read_text())["metrics"]
+    fixed = {Path(path) for path in listed if "${" not in path}
+    assert fixed == {folder.relative_to(ROOT) / "headline" for folder in published()}
 
 
 def test_a_training_state_lies_outside_every_dvc_output():

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import CONFIG, ROOT
+from conftest import CONFIG, ROOT, published
 from mixnmt.config import fingerprints, load
 from mixnmt.verify import verify
 
@@ -24,15 +24,6 @@ OVERLAY = ROOT / "experiments" / "cpu.yaml"
 MODEL = yaml.safe_load(OVERLAY.read_text())["only"][0]  # a model of the published study
 RUN, OTHER_SEED = (MODEL, 1), 2
 TESTSET = next(iter(CONFIG["datasets"][CONFIG["dataset"]]["test"]))
-
-
-def published() -> list[Path]:
-    """The results folders in git (a clone holds no others)."""
-    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "results"], capture_output=True, text=True)
-    folders = (
-        {Path(line).parts[1] for line in listed.stdout.splitlines()} if listed.returncode == 0 else set()
-    )
-    return [ROOT / "results" / name for name in sorted(folders)]
 
 
 @pytest.fixture
