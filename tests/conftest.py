@@ -210,9 +210,6 @@ def random_checkpoint(tiny_spm, tmp_path) -> Path:
     return path
 
 
-# --- what a `mixnmt` command imports, read from the source -------------------------------
-
-
 def published() -> list[Path]:
     """The results folders in git (a clone holds no others)."""
     listed = subprocess.run(["git", "-C", ROOT, "ls-files", "results"], capture_output=True, text=True)
@@ -220,6 +217,9 @@ def published() -> list[Path]:
         {Path(line).parts[1] for line in listed.stdout.splitlines()} if listed.returncode == 0 else set()
     )
     return [ROOT / "results" / name for name in sorted(folders)]
+
+
+# --- what a `mixnmt` command imports, read from the source -------------------------------
 
 
 def module_file(module: str) -> Path:
