@@ -263,12 +263,14 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
 
 
-def test_the_cpu_study_in_fp32_starts_on_any_cpu():
-    """experiments/cpu-states.yaml trains in fp32, which every CPU computes natively: it
-    starts on 2 cores whether or not they have bf16, in the same estimated time."""
+@pytest.mark.parametrize("experiment", ["cpu-states", "cpu-states-k0"])
+def test_the_cpu_studies_in_fp32_start_on_any_cpu(experiment):
+    """Part one's source contrasts trained longer are in fp32, which every CPU computes
+    natively: each starts on 2 cores whether or not they have bf16, in the same estimated
+    time."""
     from mixnmt.config import CPU_HOURS, cpu_hours, cpu_notice
 
-    study = overlay("cpu-states")
+    study = overlay(experiment)
     assert study["train"]["precision"] == "fp32"
     assert cpu_notice(study, 2, True) is None and cpu_notice(study, 2, False) is None
     assert cpu_hours(study, 2, False) == cpu_hours(study, 2, True) < CPU_HOURS
