@@ -1,6 +1,6 @@
 """What the diagnoses of a trained study (looping.py, lockin.py) share: their command line,
 an experiment's folder (with the configuration that made it, found as `mixnmt verify`
-finds it) and the models to diagnose (seed 1 of each), and their output, a tab-separated
+finds it) and the models to diagnose (the study's first seed of each), and their output, a tab-separated
 row of numbers per model and group; bad input is one line, not a traceback."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def main(doc: str, diagnose: Diagnose, reads: str, argv: list[str] | None) -> No
         Path(inspect.getfile(inspect.unwrap(diagnose))).name, description=doc.splitlines()[0]
     )
     parser.add_argument("experiment", type=Path, help=f"results/<experiment>, with {reads}")
-    parser.add_argument("models", nargs="+", help="the models to diagnose (seed 1 of each)")
+    parser.add_argument("models", nargs="+", help="the models to diagnose (the study's first seed of each)")
     parser.add_argument(
         "--configfile",
         type=Path,

@@ -3,7 +3,7 @@ checkpoint, on the validation set of its experiment.
 
     python benchmarks/lockin.py results/multi30k-cpu mixture-summary mixture-summary-qknorm
 
-For each model (seed 1) and each head of each decoder mixture, over the real target steps
+For each model (the study's first seed) and each head of each decoder mixture, over the real target steps
 of the validation set, scoring stay and the learned components (softmax units, after
 the head's scale):
 - entropy, mi: the mean per-step entropy of the responsibilities and the mutual
@@ -84,11 +84,11 @@ class Scores:
 def diagnose(
     root: Path, model_name: str, config: dict[str, Any], max_tokens: int = 4096
 ) -> list[dict[str, float]]:
-    layout = Layout(str(root))
-    model, *spm = checkpoint.load_run(layout, model_name, 1)
+    layout, seed = Layout(str(root)), config["seeds"][0]
+    model, *spm = checkpoint.load_run(layout, model_name, seed)
     if not model.learned_components:
         raise MixnmtError(
-            f"{layout.checkpoint(model_name, 1)}: {model_name} has no learned components to lock onto"
+            f"{layout.checkpoint(model_name, seed)}: {model_name} has no learned components to lock onto"
         )
     sizes = (len(spm[0]), len(spm[1]))
     data = ParallelData.load(layout.ids("valid", config["src"]), layout.ids("valid", config["tgt"]), sizes)

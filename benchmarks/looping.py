@@ -1,5 +1,5 @@
 """Where a decoder reads the source while it loops: numbers per model of a trained study,
-on its own translations of its configuration's first test set (seed 1).
+on its own translations of its configuration's first test set (its first seed).
 
     python benchmarks/looping.py results/multi30k-cpu mixture-states-gated attention-small
 
@@ -51,16 +51,16 @@ def reads(weights: dict[str, torch.Tensor], sources: int) -> tuple[torch.Tensor,
 
 @torch.no_grad()
 def diagnose(root: Path, name: str, config: dict[str, Any], max_tokens: int = 2048) -> list[dict]:
-    layout = Layout(str(root))
-    model, *spm = checkpoint.load_run(layout, name, 1)
+    layout, seed = Layout(str(root)), config["seeds"][0]
+    model, *spm = checkpoint.load_run(layout, name, seed)
     model.eval()
     if "alignment" not in model.analysis_axes and getattr(model, "source", None) != "states":
         raise MixnmtError(
-            f"{layout.checkpoint(name, 1)}: {name} weighs no source positions "
+            f"{layout.checkpoint(name, seed)}: {name} weighs no source positions "
             "(attention, or a mixture with source: states)"
         )
     testset = next(iter(config["datasets"][config["dataset"]]["test"]))
-    hyps = Path(layout.translation(name, testset, 1)).read_text().splitlines()
+    hyps = Path(layout.translation(name, testset, seed)).read_text().splitlines()
     data = ParallelData(
         read_ids(layout.ids(testset, config["src"]), len(spm[0])), spm[1].encode(hyps), testset
     )

@@ -94,23 +94,23 @@ def test_speed_reads_a_study_in_the_languages_of_its_configuration(speed, tmp_pa
     }
 
 
-def study_with(folder: Path, model: str, spm: Path) -> Layout:
-    """An experiment's folder holding an untrained checkpoint of tiny model `model` (seed 1)
-    on the joint SentencePiece model `spm`."""
+def study_with(folder: Path, model: str, spm: Path, seed: int = 1) -> Layout:
+    """An experiment's folder holding an untrained checkpoint of tiny model `model` (of
+    `seed`) on the joint SentencePiece model `spm`."""
     import shutil
 
     from mixnmt import checkpoint
     from mixnmt.tokenize import Tokenizer
 
     layout = Layout(str(folder))
-    for target in (layout.checkpoint(model, 1), layout.spm("joint")):
+    for target in (layout.checkpoint(model, seed), layout.spm("joint")):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(spm, layout.spm("joint"))
     tok = Tokenizer(spm)
     record = checkpoint.vocab_record(tok)
     arch, hparams, weights = tiny_model(model, len(tok), dropout=0.0)
     checkpoint.save(
-        layout.checkpoint(model, 1),
+        layout.checkpoint(model, seed),
         model,
         arch,
         hparams,
@@ -160,26 +160,27 @@ def tiny_model_that(holds: Callable[[torch.nn.Module], bool]) -> str:
     ],
     ids=["looping", "lockin"],
 )
-def test_a_diagnosis_reads_the_languages_and_test_set_of_the_studys_configuration(
+def test_a_diagnosis_reads_the_languages_test_set_and_seed_of_the_studys_configuration(
     script, diagnosable, tiny_source, tiny_spm, tmp_path, capsys, monkeypatch
 ):
-    """A study of German into English: looping.py reads the German ids of the study's first
-    test set, lockin.py its German and English validation ids, each by the configuration
-    that made the study. (They read `ids/<t>.en` of config.yaml's first test set t, and
-    `ids/valid.en` as the source, whatever the study: a file-not-found, and the validation
-    set read backwards.)"""
+    """A study of German into English with seeds 4 and 5: looping.py reads the German ids of
+    the study's first test set, lockin.py its German and English validation ids, each by
+    the configuration that made the study, and both the run of its first seed. (They read
+    `ids/<t>.en` of config.yaml's first test set t, and `ids/valid.en` as the source,
+    whatever the study: a file-not-found, and the validation set read backwards; and seed
+    1's run, which a study of seeds 4-6 such as experiments/cpu-components.yaml lacks.)"""
     from mixnmt.batching import ParallelData
     from mixnmt.tokenize import encode_file
 
     model = tiny_model_that(diagnosable)
     overlay = tmp_path / "reversed.yaml"
-    overlay.write_text("experiment: reversed\nsrc: de\ntgt: en\n")
-    layout = study_with(tmp_path / "reversed", model, tiny_spm)
+    overlay.write_text("experiment: reversed\nsrc: de\ntgt: en\nseeds: [4, 5]\n")
+    layout = study_with(tmp_path / "reversed", model, tiny_spm, seed=4)
     Path(layout.ids("valid", "de")).parent.mkdir()
     for split, lang in (("valid", "de"), ("valid", "en"), ("test_a", "de")):
         encode_file(tiny_spm, tiny_source / f"{split}.{lang}", Path(layout.ids(split, lang)))
-    Path(layout.translation(model, "test_a", 1)).parent.mkdir(parents=True)
-    shutil.copy(tiny_source / "test_a.en", layout.translation(model, "test_a", 1))
+    Path(layout.translation(model, "test_a", 4)).parent.mkdir(parents=True)
+    shutil.copy(tiny_source / "test_a.en", layout.translation(model, "test_a", 4))
     loaded, load = [], ParallelData.load
     monkeypatch.setattr(
         ParallelData, "load", lambda *files, **kw: loaded.append(files[:2]) or load(*files, **kw)
