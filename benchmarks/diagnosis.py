@@ -1,7 +1,7 @@
 """What the diagnoses of a trained study (looping.py, lockin.py) share: their command line,
 an experiment's folder (with the configuration that made it, found as `mixnmt verify`
-finds it) and the models to diagnose (the study's first seed of each), and their output, a tab-separated
-row of numbers per model and group; bad input is one line, not a traceback."""
+finds it) and the models to diagnose (the study's first seed of each), and their output, a
+tab-separated row of numbers per model and group; bad input is one line, not a traceback."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ checkpoint, on the validation set of its experiment.
 
     python benchmarks/lockin.py results/multi30k-cpu mixture-summary mixture-summary-qknorm
 
-For each model (the study's first seed) and each head of each decoder mixture, over the real target steps
-of the validation set, scoring stay and the learned components (softmax units, after
-the head's scale):
+For each model (the study's first seed) and each head of each decoder mixture, over the
+real target steps of the validation set, scoring stay and the learned components
+(softmax units, after the head's scale):
 - entropy, mi: the mean per-step entropy of the responsibilities and the mutual
   information between step and candidate (as the mixing table);
 - lead: the share of steps that the head's most frequent leader leads;
