@@ -263,7 +263,9 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
 
 
-@pytest.mark.parametrize("experiment", ["cpu-states", "cpu-states-k0", "cpu-components"])
+@pytest.mark.parametrize(
+    "experiment", ["cpu-states", "cpu-states-k0", "cpu-components", "cpu-components-summary"]
+)
 def test_the_cpu_studies_in_fp32_start_on_any_cpu(experiment):
     """Part one's contrasts trained longer are in fp32, which every CPU computes
     natively: each starts on 2 cores whether or not they have bf16, in the same estimated
