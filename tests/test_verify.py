@@ -169,13 +169,58 @@ def test_an_aggregation_over_two_configurations_is_refused(study, tmp_path):
 
 
 @pytest.mark.parametrize("folder", published(), ids=lambda p: p.name)
-def test_the_readmes_results_are_the_ones_the_published_tables_give(folder, monkeypatch):
-    """Every number of README's Results comes from the tables through `mixnmt readme`."""
+def test_the_published_results_are_the_ones_their_tables_give(folder, monkeypatch):
+    """Every number of docs/results.md comes from the tables through `mixnmt readme`."""
     from mixnmt.readme import rewrite
     from mixnmt.verify import configuration
 
     monkeypatch.chdir(ROOT)
-    assert rewrite(ROOT / "README.md", folder, configuration(folder, []), check=True)
+    assert rewrite(ROOT / "docs/results.md", folder, configuration(folder, []), check=True)
+
+
+def test_the_readmes_claims_are_every_published_contrast_as_its_table_gives_it(monkeypatch):
+    """The README's Results is the claims table, one row per contrast of every experiment
+    docs/results.md publishes (every results folder in git, none else), each with the bold
+    cell of that experiment's own table; the experiments' full results stay out of it."""
+    from mixnmt.files import read_table
+    from mixnmt.readme import BEGIN, claims_table, contrasts_table, publishes, rewrite_claims
+    from mixnmt.verify import configuration
+
+    monkeypatch.chdir(ROOT)
+    results, readme = ROOT / "docs/results.md", (ROOT / "README.md").read_text()
+    assert sorted(publishes(results.read_text())) == [folder.name for folder in published()]
+    assert rewrite_claims(ROOT / "README.md", results, ROOT / "results", check=True)
+    assert BEGIN.split("{")[0] not in readme
+    studies = {folder: configuration(folder, []) for folder in published()}
+    claims = claims_table(studies)
+    for folder, config in studies.items():
+        testsets = list(config["datasets"][config["dataset"]]["test"])
+        table = contrasts_table(read_table(folder / "tables/contrasts.tsv"), config, testsets)
+        bold = [(row.A, row.B, c) for row in table.itertuples() for c in row if str(c).startswith("**")]
+        mine = claims[claims.experiment == f"`{config['experiment']}`"]
+        assert list(zip(mine.A, mine.B, mine["B - A"])) == bold
+
+
+def test_readme_check_names_the_stale_file_in_one_line_and_rewriting_mends_it(tmp_path):
+    """`mixnmt readme --check` refuses claims that are not the tables' (one line naming the
+    README, nothing rewritten); without --check it writes them, and the check then passes."""
+    readme, results = tmp_path / "README.md", tmp_path / "results.md"
+    results.write_text((ROOT / "docs/results.md").read_text())
+    stale = (ROOT / "README.md").read_text().replace("chrF 2016 | **", "chrF 2016 | **+9.99 ", 1)
+    readme.write_text(stale)
+    command = [
+        Path(sys.executable).parent / "mixnmt", "readme", "results/multi30k-cpu",
+        "--results", results, "--readme", readme,
+    ]  # fmt: skip
+    checked = subprocess.run([*command, "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert checked.returncode == 1 and checked.stderr == (
+        f"mixnmt readme: error: {readme}: the claims are not the ones the tables of {results}'s "
+        "experiments give; run mixnmt readme\n"
+    )
+    assert readme.read_text() == stale
+    subprocess.run(command, cwd=ROOT, check=True)
+    assert readme.read_text() == (ROOT / "README.md").read_text()
+    assert subprocess.run([*command, "--check"], cwd=ROOT).returncode == 0
 
 
 def test_the_readme_says_how_long_each_model_trained_and_what_one_seed_is():

@@ -1,6 +1,7 @@
-"""The README's results, generated: every number a reader finds there comes from a
-published experiment's tables through `results_block`, which `mixnmt readme` writes
-between the block's markers and `mixnmt readme --check` (and the tests) compare."""
+"""The published results, generated: every number a reader finds in docs/results.md comes
+from a published experiment's tables through `results_block`, and every number of the
+README's claims from them through `claims_block`; `mixnmt readme` writes each between its
+markers, and `mixnmt readme --check` (and the tests) compare."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ from mixnmt import MixnmtError
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import METRIC_NAMES, answer, count, markdown_table
+from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, primary_cell
+from mixnmt.verify import configuration
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
 END = "<!-- end of the results of {experiment} -->"
+CLAIMS = (
+    "<!-- the claims: written by `mixnmt readme` from the published tables; do not edit -->",
+    "<!-- end of the claims -->",
+)
 
 
 def short(testset: str) -> str:
@@ -283,12 +289,12 @@ def contrasts_legend(config: dict[str, Any]) -> str:
 
 
 def results_block(folder: Path, config: dict[str, Any]) -> str:
-    """The README's results of the published experiment in `folder`, as Markdown."""
+    """The results of the published experiment in `folder`, as Markdown (its block in
+    docs/results.md)."""
     layout = Layout(str(folder))
     models, testsets = selected(config), list(config["datasets"][config["dataset"]]["test"])
     scores, contrasts = read_table(layout.summary()), read_table(layout.table("contrasts"))
-    seeds = config["seeds"]
-    epochs = {m: len(read_table(layout.train("metrics.tsv", m, seeds[0]), ["epoch"])) for m in models}
+    epochs = epochs_run(layout, config, models)
     parts = [
         what_ran(layout, config, models, epochs, scores.iloc[0]),
         markdown_table(scores_table(scores, models, testsets)),
@@ -335,18 +341,95 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def rewrite(readme: Path, folder: Path, config: dict[str, Any], check: bool = False) -> bool:
-    """Write `results_block` between the markers of `folder`'s experiment in `readme`
-    (with `check`, only compare); whether the block was already up to date."""
-    begin, end = (marker.format(experiment=config["experiment"]) for marker in (BEGIN, END))
-    text = readme.read_text(encoding="utf-8")
+def epochs_run(layout: Layout, config: dict[str, Any], models: list[str]) -> dict[str, int]:
+    """The epochs each model's first seed trained for."""
+    seed = config["seeds"][0]
+    return {m: len(read_table(layout.train("metrics.tsv", m, seed), ["epoch"])) for m in models}
+
+
+def publishes(results: str) -> list[str]:
+    """The experiments whose results `results` (docs/results.md's text) holds, in its order."""
+    return re.findall(re.escape(BEGIN).replace(re.escape("{experiment}"), r"(\S+)"), results)
+
+
+def in_short(differences: str) -> str:
+    """`differences` in a table's cell: the first two, and how many more ("arch attention →
+    transformer; hidden 256 → -; and 4 more")."""
+    items = differences.split("; ")
+    return "; ".join(items[:2]) + (f"; and {len(items) - 2} more" if len(items) > 2 else "")
+
+
+def claims_table(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
+    """Every contrast of the published experiments (their folders and configurations), one
+    row each: the experiment, how long and in what precision it trained, the two models,
+    what differs, the runs, and the pre-declared cell as the experiment's table gives it."""
+    rows = []
+    for folder, config in studies.items():
+        layout, train = Layout(str(folder)), config["train"]
+        epochs = epochs_run(layout, config, selected(config))
+        budget = "" if all(n == train["epochs"] for n in epochs.values()) else "at most "
+        contrasts = read_table(layout.table("contrasts"))
+        for (a, b), pair in contrasts.groupby(["a", "b"], sort=False):
+            found = primary_cell(pair)
+            if found is None:  # every cell descriptive: no claim
+                continue
+            row, metric = found
+            rows.append(
+                {
+                    "experiment": f"`{config['experiment']}`",
+                    "trained": f"{budget}{train['epochs']} epochs, {train['precision']}",
+                    "A": f"`{a}`",
+                    "B": f"`{b}`",
+                    "what differs": in_short(differences(config, a, b)),
+                    "runs A / B": f"{row.seeds_a} / {row.seeds_b}",
+                    "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
+                    "B - A": contrast_cell(row, metric),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def claims_block(results: Path, root: Path) -> str:
+    """The README's claims: `claims_table` over the experiments that `results`
+    (docs/results.md) publishes, each in its folder under `root`, in that order."""
+    names = publishes(results.read_text(encoding="utf-8"))
+    studies = {root / name: configuration(root / name, []) for name in names}
+    return (
+        "Every contrast of the published experiments, in the order of their sections in "
+        "[docs/results.md](docs/results.md), with the training run as the unit: B - A and its "
+        "95% interval (Welch's t) in the pre-declared cell, in bold, with its verdict: A or B "
+        "better (Welch's p adjusted by Holm's method over the experiment's contrasts, together "
+        "with the equivalences' p), ≈ equivalent within the margin, or ? undecided, with the "
+        "difference these runs would detect at 80% power at Holm's strictest level. \"What "
+        'differs" begins the list of every hyperparameter the two entries resolve to '
+        "differently, which each experiment's section gives whole.\n\n"
+    ) + markdown_table(claims_table(studies))
+
+
+def replace_block(path: Path, markers: tuple[str, str], block: str, check: bool) -> bool:
+    """Write `block` between the two `markers` lines of `path` (with `check`, only
+    compare); whether it was already there."""
+    begin, end = markers
+    text = path.read_text(encoding="utf-8")
     if text.count(begin) != 1 or text.count(end) != 1:
-        raise MixnmtError(f"{readme}: expected one block of results between the lines {begin!r} and {end!r}")
+        raise MixnmtError(f"{path}: expected one block between the lines {begin!r} and {end!r}")
     head, rest = text.split(begin)
     current, tail = rest.split(end)
-    block = f"\n{results_block(folder, config)}\n"
-    if current == block:
+    if current == f"\n{block}\n":
         return True
     if not check:
-        write_text(readme, head + begin + block + end + tail)
+        write_text(path, f"{head}{begin}\n{block}\n{end}{tail}")
     return False
+
+
+def rewrite(results: Path, folder: Path, config: dict[str, Any], check: bool = False) -> bool:
+    """Write `results_block` between the markers of `folder`'s experiment in `results`
+    (with `check`, only compare); whether the block was already up to date."""
+    markers = tuple(marker.format(experiment=config["experiment"]) for marker in (BEGIN, END))
+    return replace_block(results, markers, results_block(folder, config), check)
+
+
+def rewrite_claims(readme: Path, results: Path, root: Path, check: bool = False) -> bool:
+    """Write `claims_block` of the experiments `results` publishes (their folders under
+    `root`) between the claims' markers in `readme`; whether it was already up to date."""
+    return replace_block(readme, CLAIMS, claims_block(results, root), check)

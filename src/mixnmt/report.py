@@ -304,7 +304,7 @@ depends on them."""
 
 
 README_ONLY = ("references",)
-"""Analysis settings that only the README's results read (`mixnmt readme`): nothing in the
+"""Analysis settings that only the published results read (`mixnmt readme`): nothing in the
 report depends on them."""
 
 

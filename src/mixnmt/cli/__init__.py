@@ -63,7 +63,9 @@ COMMANDS: dict[str, Command] = {
     "table": Command("report", "build one of the study's tables"),
     "plot": Command("report", "draw one of the study's figures"),
     "report": Command("report", "the self-contained HTML report"),
-    "readme": Command("study", "write a published experiment's results into the README, from its tables"),
+    "readme": Command(
+        "study", "write a published experiment's results into docs/results.md, the claims into the README"
+    ),
     "verify": Command(
         "study", "check that every published number comes from the runs the configuration defines"
     ),

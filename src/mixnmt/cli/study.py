@@ -1,5 +1,6 @@
 """Commands that people run on a study, no rule does: the merged configuration that DVC
-runs, the verification of a published experiment, and its numbers in the README."""
+runs, the verification of a published experiment, and its numbers in docs/results.md and
+the README's claims."""
 
 from __future__ import annotations
 
@@ -80,17 +81,31 @@ def readme_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("folder", type=Path, help="a published experiment's folder, results/<experiment>")
     add_configfiles(s, "an overlay on config.yaml that made it (as for verify)")
     s.add_argument(
-        "--readme", type=Output, default=Output("README.md"), help="the file holding its block (rewritten)"
+        "--results",
+        type=Output,
+        default=Output("docs/results.md"),
+        help="the file holding its block of results (rewritten)",
     )
-    s.add_argument("--check", action="store_true", help="only say whether the block is up to date")
+    s.add_argument(
+        "--readme",
+        type=Output,
+        default=Output("README.md"),
+        help="the file holding the claims of every experiment --results holds (rewritten)",
+    )
+    s.add_argument("--check", action="store_true", help="only say whether both blocks are up to date")
 
 
 def cmd_readme(a: argparse.Namespace) -> None:
-    from mixnmt.readme import rewrite
+    from mixnmt.readme import rewrite, rewrite_claims
     from mixnmt.verify import configuration
 
-    current = rewrite(a.readme, a.folder, configuration(a.folder, a.configfile or []), check=a.check)
-    if a.check and not current:
+    config = configuration(a.folder, a.configfile or [])
+    if not rewrite(a.results, a.folder, config, check=a.check) and a.check:
         raise MixnmtError(
-            f"{a.readme}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
+            f"{a.results}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
+        )
+    if not rewrite_claims(a.readme, a.results, a.folder.parent, check=a.check) and a.check:
+        raise MixnmtError(
+            f"{a.readme}: the claims are not the ones the tables of {a.results}'s experiments give; "
+            "run mixnmt readme"
         )
