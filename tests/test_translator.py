@@ -390,7 +390,9 @@ def test_bad_input_gets_one_clear_line(
     assert captured.err.count("\n") == 1 and message in captured.err, captured.err
 
 
-def test_ids_go_from_file_to_file(random_checkpoint, tiny_spm, capsys):
+def test_ids_go_from_file_to_file(random_checkpoint, tiny_spm, capsys, caplog):
+    """Without --text, INPUT and OUTPUT are files: said before anything loads."""
+    caplog.set_level(logging.INFO, logger="mixnmt.translate")
     argv = [
         "translate",
         "--checkpoint",
@@ -402,6 +404,7 @@ def test_ids_go_from_file_to_file(random_checkpoint, tiny_spm, capsys):
     ]
     assert main(argv) == 1
     assert "for text on standard input or output, add --text" in capsys.readouterr().err
+    assert [r.getMessage() for r in caplog.records if r.name == "mixnmt.translate"] == []
 
 
 def test_a_joint_sentencepiece_model_is_named_once_and_input_follows_it(

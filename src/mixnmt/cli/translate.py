@@ -91,12 +91,6 @@ def _decoding(a: argparse.Namespace) -> DecodeConfig:
 
 
 def cmd_translate(a: argparse.Namespace) -> None:
-    start = time.perf_counter()
-    log = logging.getLogger("mixnmt.translate")
-    log.info("loading %s ...", a.checkpoint)  # before torch's import: the first seconds
-    from mixnmt.translator import Output, Translator, translate_file, translate_text
-
-    config = _decoding(a)
     stdio = {None, Path("-")}
     if a.text and a.manifest:
         raise MixnmtError("--manifest records a translated file of source ids; not with --text")
@@ -105,6 +99,12 @@ def cmd_translate(a: argparse.Namespace) -> None:
             "source ids come from a file and go to a file (INPUT and OUTPUT); "
             "for text on standard input or output, add --text"
         )
+    start = time.perf_counter()
+    log = logging.getLogger("mixnmt.translate")
+    log.info("loading %s ...", a.checkpoint)  # before torch's import: the first seconds
+    from mixnmt.translator import Output, Translator, translate_file, translate_text
+
+    config = _decoding(a)
     if a.nbest is not None and a.nbest > config.beam:
         raise MixnmtError(
             f"--nbest {a.nbest}: beam search keeps {config.beam}; give --beam {a.nbest} or more"
