@@ -201,6 +201,37 @@ def test_the_readmes_claims_are_every_published_contrast_as_its_table_gives_it(m
         assert list(zip(mine.A, mine.B, mine["B - A"])) == bold
 
 
+def test_a_claim_row_says_how_long_its_runs_trained_and_a_contrast_without_a_verdict_has_none(
+    tmp_path, monkeypatch
+):
+    """A run that patience stopped makes its experiment "at most N epochs"; a contrast whose
+    cells all describe (no pre-declared cell) is no claim, so it has no row; a long "what
+    differs" keeps its first two differences and counts the rest."""
+    from mixnmt.files import read_table, write_table
+    from mixnmt.readme import claims_table, in_short
+    from mixnmt.verify import configuration
+
+    monkeypatch.chdir(ROOT)
+    published_folder = ROOT / "results/multi30k-cpu-states"
+    config = configuration(published_folder, [])
+    folder = tmp_path / published_folder.name
+    shutil.copytree(published_folder / "train", folder / "train")
+    contrasts = read_table(published_folder / "tables/contrasts.tsv")
+    described = contrasts.assign(a="mixture-states-gated", b="mixture-summary-gated")
+    described[[c for c in contrasts if c.endswith("_verdict")]] = "descriptive"
+    write_table(folder / "tables/contrasts.tsv", pd.concat([contrasts, described]))
+    assert claims_table({folder: config}).trained.tolist() == ["10 epochs, fp32"]
+    metrics = folder / "train/mixture-states-gated/seed1/metrics.tsv"
+    write_table(metrics, read_table(metrics).head(7))  # stopped by patience after 7 epochs
+    claims = claims_table({folder: config})
+    assert claims.trained.tolist() == ["at most 10 epochs, fp32"]
+    assert (claims.A + claims.B).tolist() == ["`mixture-summary-gated``mixture-states-gated`"]
+    assert in_short("arch a → b; hidden 1 → -; heads - → 4; layers - → 2") == (
+        "arch a → b; hidden 1 → -; and 2 more"
+    )
+    assert in_short("source summary → states") == "source summary → states"
+
+
 def test_readme_check_names_the_stale_file_in_one_line_and_rewriting_mends_it(tmp_path):
     """`mixnmt readme --check` refuses claims that are not the tables' (one line naming the
     README, nothing rewritten); without --check it writes them, and the check then passes."""
