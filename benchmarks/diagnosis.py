@@ -11,10 +11,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mixnmt import MixnmtError
+from mixnmt import MixnmtError, checkpoint
+from mixnmt.models import Seq2Seq
+from mixnmt.paths import Layout
+from mixnmt.tokenize import Tokenizer
 from mixnmt.verify import configuration
 
 Diagnose = Callable[[Path, str, dict[str, Any]], list[dict]]
+
+
+def first_run(
+    root: Path, name: str, config: dict[str, Any]
+) -> tuple[Layout, int, Seq2Seq, Tokenizer, Tokenizer]:
+    """The study's first seed of `name` in its folder `root`: the layout, the seed, the
+    checked model (in eval mode, see `checkpoint.load_model`) and its source and target
+    tokenizers."""
+    layout, seed = Layout(str(root)), config["seeds"][0]
+    return layout, seed, *checkpoint.load_run(layout, name, seed)
 
 
 def main(doc: str, diagnose: Diagnose, reads: str, argv: list[str] | None) -> None:

@@ -30,9 +30,8 @@ import diagnosis
 import torch
 from torch import Tensor
 
-from mixnmt import MixnmtError, checkpoint
+from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData
-from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
 from mixnmt.usage import entropy
 
@@ -84,8 +83,7 @@ class Scores:
 def diagnose(
     root: Path, model_name: str, config: dict[str, Any], max_tokens: int = 4096
 ) -> list[dict[str, float]]:
-    layout, seed = Layout(str(root)), config["seeds"][0]
-    model, *spm = checkpoint.load_run(layout, model_name, seed)
+    layout, seed, model, *spm = diagnosis.first_run(root, model_name, config)
     if not model.learned_components:
         raise MixnmtError(
             f"{layout.checkpoint(model_name, seed)}: {model_name} has no learned components to lock onto"

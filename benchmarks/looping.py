@@ -30,10 +30,9 @@ from typing import Any
 import diagnosis
 import torch
 
-from mixnmt import MixnmtError, checkpoint
+from mixnmt import MixnmtError
 from mixnmt.batching import ParallelData, read_ids
 from mixnmt.evaluate import loops
-from mixnmt.paths import Layout
 from mixnmt.symbols import PAD
 
 
@@ -51,9 +50,7 @@ def reads(weights: dict[str, torch.Tensor], sources: int) -> tuple[torch.Tensor,
 
 @torch.no_grad()
 def diagnose(root: Path, name: str, config: dict[str, Any], max_tokens: int = 2048) -> list[dict]:
-    layout, seed = Layout(str(root)), config["seeds"][0]
-    model, *spm = checkpoint.load_run(layout, name, seed)
-    model.eval()
+    layout, seed, model, *spm = diagnosis.first_run(root, name, config)
     if "alignment" not in model.analysis_axes and getattr(model, "source", None) != "states":
         raise MixnmtError(
             f"{layout.checkpoint(name, seed)}: {name} weighs no source positions "
