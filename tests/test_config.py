@@ -236,7 +236,15 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
 
 
 @pytest.mark.parametrize(
-    "experiment", ["cpu", "cpu-reference", "cpu-converged", "cpu-converged-states", "cpu-states-bf16"]
+    "experiment",
+    [
+        "cpu",
+        "cpu-reference",
+        "cpu-converged",
+        "cpu-converged-states",
+        "cpu-states-bf16",
+        "cpu-states-k0-bf16",
+    ],
 )
 def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_emulate_it(experiment):
     """Each published CPU study starts without `allow_cpu` on cores with AVX-512 BF16 or
