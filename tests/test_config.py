@@ -198,6 +198,12 @@ def overlay(name: str) -> dict:
     return merge(CONFIG, yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text()))
 
 
+def cpu_studies(precision: str) -> list[str]:
+    """The CPU studies (experiments/cpu*.yaml) that train in `precision`."""
+    names = sorted(path.stem for path in (ROOT / "experiments").glob("cpu*.yaml"))
+    return [name for name in names if overlay(name)["train"]["precision"] == precision]
+
+
 def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one_is():
     from mixnmt.config import CPU_SECONDS, cpu_fits, cpu_hours, cpu_notice, every_run, parameters
 
@@ -235,17 +241,7 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
     assert ratio == pytest.approx(sizes[0] / sizes[1]) and ratio > 1.5
 
 
-@pytest.mark.parametrize(
-    "experiment",
-    [
-        "cpu",
-        "cpu-reference",
-        "cpu-converged",
-        "cpu-converged-states",
-        "cpu-states-bf16",
-        "cpu-states-k0-bf16",
-    ],
-)
+@pytest.mark.parametrize("experiment", cpu_studies("bf16"))
 def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_emulate_it(experiment):
     """Each published CPU study starts without `allow_cpu` on cores with AVX-512 BF16 or
     AMX; where bf16 is emulated it stops, naming the fp32 override for this run, and what
@@ -273,9 +269,7 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
 
 
-@pytest.mark.parametrize(
-    "experiment", ["cpu-states", "cpu-states-k0", "cpu-components", "cpu-components-summary"]
-)
+@pytest.mark.parametrize("experiment", cpu_studies("fp32"))
 def test_the_cpu_studies_in_fp32_start_on_any_cpu(experiment):
     """Part one's contrasts trained longer are in fp32, which every CPU computes
     natively: each starts on 2 cores whether or not they have bf16, in the same estimated
