@@ -241,6 +241,14 @@ def test_a_cpu_newcomer_hears_the_cost_of_the_full_study_and_where_the_short_one
     assert ratio == pytest.approx(sizes[0] / sizes[1]) and ratio > 1.5
 
 
+def test_every_cpu_study_is_in_one_precisions_test():
+    """The two tests below take the CPU studies by precision: none may fall outside both
+    (an `auto` study would), and neither may be empty."""
+    names = sorted(path.stem for path in (ROOT / "experiments").glob("cpu*.yaml"))
+    bf16, fp32 = cpu_studies("bf16"), cpu_studies("fp32")
+    assert bf16 and fp32 and sorted(bf16 + fp32) == names
+
+
 @pytest.mark.parametrize("experiment", cpu_studies("bf16"))
 def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_emulate_it(experiment):
     """Each published CPU study starts without `allow_cpu` on cores with AVX-512 BF16 or
@@ -271,9 +279,8 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
 
 @pytest.mark.parametrize("experiment", cpu_studies("fp32"))
 def test_the_cpu_studies_in_fp32_start_on_any_cpu(experiment):
-    """Part one's contrasts trained longer are in fp32, which every CPU computes
-    natively: each starts on 2 cores whether or not they have bf16, in the same estimated
-    time."""
+    """The CPU studies in fp32, which every CPU computes natively: each starts on 2 cores
+    whether or not they have bf16, in the same estimated time."""
     from mixnmt.config import CPU_HOURS, cpu_hours, cpu_notice
 
     study = overlay(experiment)
