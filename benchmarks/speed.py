@@ -15,8 +15,8 @@ is a large `torch.mm` in each precision, measured in the same run), padding of t
 token-count batches, decoding sentences/s (greedy and beam) of the first test set when
 `--data` has checkpoints, and the peak RSS of a process that only trains that model.
 Each model is measured on two paths, back to back: the configuration's precision
-(`--precision` overrides it) with freed memory kept for reuse (`device.keep_freed_memory`)
-as `mixnmt` runs it, and, unless `--no-baseline`, fp32 with the allocator's defaults, as
+(`--precision` overrides it) with the memory settings `mixnmt` runs it with
+(`device.ready_memory`), and, unless `--no-baseline`, fp32 with the allocator's defaults, as
 every model ran before mixed precision on the CPU; the ratios are the new path's speed
 over the old one's. The references, written out below in plain
 PyTorch, are measured the same way, each at the size of the models it mirrors (those
@@ -55,7 +55,7 @@ from mixnmt import MixnmtError, checkpoint
 from mixnmt.batching import Batch, ParallelData, padding_fraction, read_ids
 from mixnmt.config import TrainConfig, load, selected
 from mixnmt.decode import DecodeConfig, translate_ids
-from mixnmt.device import autocast_dtype, keep_freed_memory, precision
+from mixnmt.device import autocast_dtype, precision, ready_memory
 from mixnmt.files import write_json
 from mixnmt.models import REGISTRY, Seq2Seq, State, build, resolve
 from mixnmt.paths import Layout
@@ -319,7 +319,7 @@ def trainer(job: dict, device: torch.device) -> Trainer:
 def measure(job: dict) -> dict:
     """One row of the table, measured in a fresh process."""
     if job["path"] != BEFORE:
-        keep_freed_memory()
+        ready_memory()
     torch.set_num_threads(job["threads"])
     torch.manual_seed(0)
     device = torch.device(job["device"])
@@ -356,9 +356,9 @@ def measure(job: dict) -> dict:
 
 
 def training(job: dict, threads: int) -> tuple[torch.device, Trainer, list[Batch]]:
-    """In a fresh process: `threads` threads, freed memory kept for reuse as `mixnmt`
-    runs, the job's trainer on its device and every batch of its training data."""
-    keep_freed_memory()
+    """In a fresh process: `threads` threads, the memory settings `mixnmt` runs with,
+    the job's trainer on its device and every batch of its training data."""
+    ready_memory()
     torch.set_num_threads(threads)
     device = torch.device(job["device"])
     data = training_data(job)

@@ -156,10 +156,10 @@ def add_configfiles(s: argparse.ArgumentParser, help: str) -> None:
 
 def set_threads(threads: int | None) -> None:
     """Ready this process to run a model: `threads` CPU threads (None: PyTorch's choice),
-    and freed memory kept for reuse (`device.keep_freed_memory`)."""
-    from mixnmt.device import keep_freed_memory
+    freed memory kept for reuse and oneDNN's kernel caches bounded (`device.ready_memory`)."""
+    from mixnmt.device import ready_memory
 
-    keep_freed_memory()
+    ready_memory()
     if threads:
         import torch
 
