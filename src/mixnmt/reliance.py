@@ -19,6 +19,7 @@ out, against the mass the group holds.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from pathlib import Path
@@ -59,16 +60,21 @@ def others(data: ParallelData, n: int, seed: int) -> list[list[int]]:
 
 @torch.no_grad()
 def token_nll(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch.device) -> list[Tensor]:
-    """Each sentence's negative log-likelihood (nats) per target token, EOS included."""
+    """Each sentence's negative log-likelihood (nats) per target token, EOS included:
+    views of one tensor, filled in place, so that no small tensor outlives a batch's large
+    ones (with freed memory kept, `device.keep_freed_memory`, such leftovers scattered
+    over the freed logits once grew this job's heap to 4 GB)."""
     model.eval()
-    out: list[Tensor] = [torch.empty(0)] * len(data)
+    lengths = [len(t) + 1 for t in data.tgt]
+    out = torch.empty(sum(lengths), dtype=torch.float64)
+    starts = [0, *itertools.accumulate(lengths)]
     for indices in data.batches(max_tokens):
         batch = data.collate(indices).to(device)
         logits = model(batch.src, batch.tgt_in).float()  # (B, T, V)
         nll = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD, reduction="none").cpu()
         for row, i in enumerate(indices):
-            out[i] = nll[row, : len(data.tgt[i]) + 1].double()
-    return out
+            out[starts[i] : starts[i + 1]] = nll[row, : lengths[i]]
+    return list(out.split(lengths))
 
 
 def estimates(
