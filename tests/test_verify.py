@@ -232,6 +232,30 @@ def test_a_claim_row_says_how_long_its_runs_trained_and_a_contrast_without_a_ver
     assert in_short("source summary → states") == "source summary → states"
 
 
+def test_each_claims_experiment_links_to_the_section_that_publishes_it():
+    """The README's claims table links each experiment to its section of docs/results.md,
+    by the anchor GitHub gives the last heading above the experiment's results."""
+    from mixnmt.readme import BEGIN, anchors
+
+    results = "\n".join(
+        [
+            "## The CPU study, part one (`experiments/cpu.yaml`)",
+            "Text that names no experiment.",
+            BEGIN.format(experiment="multi30k-cpu"),
+            "### A subsection",
+            "## Part one's source contrast, trained longer in bf16 (`experiments/cpu-states-bf16.yaml`)",
+            BEGIN.format(experiment="multi30k-cpu-states-bf16"),
+        ]
+    )
+    assert anchors(results) == {
+        "multi30k-cpu": "the-cpu-study-part-one-experimentscpuyaml",
+        "multi30k-cpu-states-bf16": "part-ones-source-contrast-trained-longer-in-bf16-"
+        "experimentscpu-states-bf16yaml",
+    }
+    readme = (ROOT / "README.md").read_text()
+    assert "| [`multi30k-cpu`](docs/results.md#the-cpu-study-part-one-experimentscpuyaml) |" in readme
+
+
 def test_readme_check_names_the_stale_file_in_one_line_and_rewriting_mends_it(tmp_path):
     """`mixnmt readme --check` refuses claims that are not the tables' (one line naming the
     README, nothing rewritten); without --check it writes them, and the check then passes."""

@@ -352,6 +352,19 @@ def publishes(results: str) -> list[str]:
     return re.findall(re.escape(BEGIN).replace(re.escape("{experiment}"), r"(\S+)"), results)
 
 
+def anchors(results: str) -> dict[str, str]:
+    """Each experiment `results` (docs/results.md's text) publishes, in its order, with the
+    anchor of the section that holds it: its last "## " heading before its results, as
+    GitHub makes one (lower case, punctuation dropped, spaces as hyphens)."""
+    heading, found = "", {}
+    for line in results.splitlines():
+        if line.startswith("## "):
+            heading = line[3:]
+        elif names := publishes(line):
+            found[names[0]] = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+    return found
+
+
 def in_short(differences: str) -> str:
     """`differences` in a table's cell: the first two, and how many more ("arch attention →
     transformer; hidden 256 → -; and 4 more")."""
@@ -392,18 +405,23 @@ def claims_table(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
 def claims_block(results: Path, root: Path) -> str:
     """The README's claims: `claims_table` over the experiments that `results`
     (docs/results.md) publishes, each in its folder under `root`, in that order."""
-    names = publishes(results.read_text(encoding="utf-8"))
-    studies = {root / name: configuration(root / name, []) for name in names}
+    sections = anchors(results.read_text(encoding="utf-8"))
+    studies = {root / name: configuration(root / name, []) for name in sections}
+    claims = claims_table(studies)
+    claims["experiment"] = [  # each a link to its section
+        f"[{cell}](docs/results.md#{sections[cell.strip('`')]})" for cell in claims.experiment
+    ]
     return (
         "Every contrast of the published experiments, in the order of their sections in "
-        "[docs/results.md](docs/results.md), with the training run as the unit: B - A and its "
+        "[docs/results.md](docs/results.md) (each experiment links to its own), with the "
+        "training run as the unit: B - A and its "
         "95% interval (Welch's t) in the pre-declared cell, in bold, with its verdict: A or B "
         "better (Welch's p adjusted by Holm's method over the experiment's contrasts, together "
         "with the equivalences' p), ≈ equivalent within the margin, or ? undecided, with the "
         "difference these runs would detect at 80% power at Holm's strictest level. \"What "
         'differs" begins the list of every hyperparameter the two entries resolve to '
         "differently, which each experiment's section gives whole.\n\n"
-    ) + markdown_table(claims_table(studies))
+    ) + markdown_table(claims)
 
 
 def replace_block(path: Path, markers: tuple[str, str], block: str, check: bool) -> bool:
