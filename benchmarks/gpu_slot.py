@@ -10,7 +10,8 @@ builds .slot/ (git ignores it) here, where the package registry is reachable:
 - <dataset>/: the dataset's pinned files, copied from --mirror and checked by sha256
   (the device reaches no network);
 - COMMIT: the commit the wheel was built from (the device's copy has no .git).
-It checks that .slot and the tree that travels fit in the call's 64 MiB, then prints the
+It checks that .slot and the tree that travels fit in the call's 64 MiB (the published
+results do not: LEAVE_OUT leaves them behind while the calls run), then prints the
 `run` calls in order, one JSON object per line, each under 600 s: the facts, CUDA tests
 and speed benchmark, then the study in calls that resume one another on the warm machine.
 Each call writes what it made under $OUT (within the 8-file limit): facts, logs, and
@@ -42,9 +43,13 @@ SLOT = ".slot"
 LEFT_OUT = frozenset({"pulp"})
 """Needed distributions the slot does not carry: pulp is only Snakemake's ILP scheduler,
 15.6 MiB of solver binaries (gpu_session's Snakemake schedules greedily without it), and
-the tree with the published results leaves no room for it in a call's 64 MiB."""
+a call's 64 MiB has no room for it."""
 CARRY_LIMIT = 64 * 2**20
 """What one call carries at most: the tree that travels and the carried paths."""
+LEAVE_OUT = ("git sparse-checkout set --no-cone '/*' '!/results/'", "git sparse-checkout disable")
+"""Leave the published results (tracked files under results/) out of the working tree
+while a slot's calls run, and bring them back after: they outgrew a call's 64 MiB, and
+the device needs none of them. Git keeps them tracked and the checkout clean."""
 CALL_MINUTES = 9.5
 """One call's budget (the tool stops a command at 600 s)."""
 STUDY_CALLS = 2
@@ -185,8 +190,26 @@ def calls(
     return [{"command": setup + c, "carry": [SLOT], "timeout_s": 600} for c in commands]
 
 
+def carried(files: list[Path]) -> int:
+    """The bytes of `files`, refused in one line where they pass a call's limit, naming
+    the published results' share and how to leave them behind (LEAVE_OUT)."""
+    total = sum(path.stat().st_size for path in files)
+    if total > CARRY_LIMIT:
+        results = sum(path.stat().st_size for path in files if path.is_relative_to(ROOT / "results"))
+        remedy = (
+            f" ({results / 2**20:.1f} MiB of it the published results: leave them out of the "
+            f"working tree, `{LEAVE_OUT[0]}`, prepare again, and after the calls `{LEAVE_OUT[1]}`)"
+            if results
+            else ""
+        )
+        raise MixnmtError(f"a call would carry {total / 2**20:.1f} MiB, over 64 MiB{remedy}")
+    return total
+
+
 def prepare(mirror: Path, overlays: list[str], slot: Path = ROOT / SLOT) -> list[dict]:
     """Build `slot` (see the module's docstring); the calls to make."""
+    tree = [ROOT / name for name in travelling()]
+    carried(tree)  # before minutes of downloads, where the tree alone is too large
     shutil.rmtree(slot, ignore_errors=True)
     config = load(*overlays)
     on_image = image()
@@ -200,11 +223,8 @@ def prepare(mirror: Path, overlays: list[str], slot: Path = ROOT / SLOT) -> list
     (slot / "COMMIT").write_text(commit.stdout.strip() + "\n")
     for path in [*built, *copied]:
         print(f"{path.stat().st_size / 2**20:7.2f} MiB  {path.relative_to(slot)}", file=sys.stderr)
-    files = [ROOT / name for name in travelling()] + [p for p in slot.rglob("*") if p.is_file()]
-    total = sum(path.stat().st_size for path in files)
+    total = carried(tree + [p for p in slot.rglob("*") if p.is_file()])
     print(f"{len(built)} wheels; the tree and {SLOT} {total / 2**20:.1f} MiB of 64", file=sys.stderr)
-    if total > CARRY_LIMIT:
-        raise MixnmtError(f"{SLOT}: a call would carry {total / 2**20:.1f} MiB, over 64 MiB")
     return calls(overlays, [f"mirror={SLOT}/{config['dataset']}"])
 
 

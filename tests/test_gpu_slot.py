@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,9 +41,15 @@ def unreachable(folder: Path) -> str | None:
 
 @pytest.mark.integration
 @pytest.mark.slow(seconds=30)
-def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(tiny_source, tmp_path, capsys):
+def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(
+    tiny_source, tmp_path, capsys, monkeypatch
+):
     if why := unreachable(tmp_path / "probe"):
         pytest.skip(f"no package index reachable here: {why}")
+    clone = tmp_path / "clone"  # the committed tree, its published results left behind (LEAVE_OUT)
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), *shlex.split(gpu_slot.LEAVE_OUT[0])[1:]], check=True)
+    monkeypatch.setattr(gpu_slot, "ROOT", clone)
     slot = tmp_path / "slot"
     calls = gpu_slot.prepare(tiny_source, [TINY], slot)
 
@@ -60,7 +67,7 @@ def test_the_slot_carries_what_the_device_lacks_and_nothing_it_has(tiny_source, 
             copied = (slot / "tiny" / entry["file"]).read_bytes()
             assert hashlib.sha256(copied).hexdigest() == entry["sha256"]
     assert re.fullmatch(r"[0-9a-f]{40}\n", (slot / "COMMIT").read_text())
-    carried = [ROOT / name for name in gpu_slot.travelling()] + [p for p in slot.rglob("*") if p.is_file()]
+    carried = [clone / name for name in gpu_slot.travelling()] + [p for p in slot.rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in carried) <= gpu_slot.CARRY_LIMIT
     assert "MiB of 64" in capsys.readouterr().err
 
@@ -84,6 +91,38 @@ def test_a_mirror_file_that_is_not_the_pinned_one_is_named(tiny_source, tmp_path
         MixnmtError, match=r"mirror/valid\.de: missing, or not the file the config pins \(sha"
     ):
         gpu_slot.data(gpu_slot.load(TINY), mirror, tmp_path / "copy")
+
+
+def test_a_tree_too_large_for_a_call_is_refused_before_downloads_with_the_results_left_out_after(
+    tmp_path, monkeypatch
+):
+    """The published results outgrew a call's 64 MiB: prepare refuses such a tree in one
+    line before it fetches a wheel, naming the results' share and the sparse checkout that
+    leaves them behind; after it, the tree that travels has no results, the checkout is
+    clean, and its undoing brings them back."""
+    repo = tmp_path / "repo"
+    (repo / "results/study").mkdir(parents=True)
+    (repo / "code.py").write_text("x = 1\n")
+    (repo / "results/study/scores.tsv").write_bytes(b"0" * 3000)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tree"]):
+        subprocess.run([*git, *step], check=True)
+    monkeypatch.setattr(gpu_slot, "ROOT", repo)
+    monkeypatch.setattr(gpu_slot, "CARRY_LIMIT", 2000)
+    monkeypatch.setattr(gpu_slot, "wheels", lambda *a: pytest.fail("fetched wheels for a tree too large"))
+    with pytest.raises(MixnmtError) as refused:
+        gpu_slot.prepare(tmp_path / "mirror", [TINY], tmp_path / "slot")
+    leave, undo = gpu_slot.LEAVE_OUT
+    assert str(refused.value) == (
+        "a call would carry 0.0 MiB, over 64 MiB (0.0 MiB of it the published results: leave them "
+        f"out of the working tree, `{leave}`, prepare again, and after the calls `{undo}`)"
+    )
+    subprocess.run([*git, *shlex.split(leave)[1:]], check=True)
+    assert gpu_slot.travelling() == ["code.py"]
+    assert gpu_slot.carried([repo / "code.py"]) == 6
+    assert subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout == ""
+    subprocess.run([*git, *shlex.split(undo)[1:]], check=True)
+    assert sorted(gpu_slot.travelling()) == ["code.py", "results/study/scores.tsv"]
 
 
 def limits_broken(out: Path) -> list[str]:
