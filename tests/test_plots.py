@@ -250,6 +250,17 @@ def test_mass_against_use_draws_each_group_with_mass_once_per_side():
     assert [len(ax.containers) for ax in fig.axes] == [2, 2]  # the source group has no mass
 
 
+def test_mass_against_use_keeps_its_points_off_the_panels_edges():
+    """The loss rises span decades, drawn on a symlog axis: padded linearly, the largest
+    sat on the top edge, half its marker cut off, and a decade below zero stood empty."""
+    fig = plots.use(USE.assign(change=[1.1, 3.04, 0.0], change_sd=[0.3, 0.1, float("nan")]))
+    ax = fig.axes[0]
+    to_axes = ax.transScale + ax.transLimits  # data to the panel's 0..1
+    top = to_axes.transform((0.9, 3.04 + 0.1))[1]  # the top of the largest rise's error bar
+    assert 0.9 < top < 0.97  # padded by the axis's margin in the scale's space
+    assert -0.01 < ax.get_ylim()[0] < 0  # zero shown, and no empty decade below it
+
+
 def test_mass_against_use_wraps_its_panels_and_names_only_the_models_drawn():
     """Part one's six sides in one row drew panels too small to read in the report; and
     a study's model without a mixture has no place in this figure's legend."""

@@ -363,6 +363,9 @@ def use(use: pd.DataFrame) -> Figure:
     fig, axes = plt.subplots(
         rows, cols, figsize=(4.5 * cols, 3.8 * rows), sharey=True, squeeze=False, layout="constrained"
     )
+    # before the points, so that autoscaling pads them in the scale's space, not linearly
+    # (which left the largest rise on the top edge and a decade below zero empty)
+    axes[0, 0].set_yscale("symlog", linthresh=0.01)
     for ax, side in zip(axes.flat, sides):
         for row in use[use.weights == side].itertuples():
             sd = np.nan_to_num(row.change_sd)  # one seed: no spread
@@ -376,7 +379,6 @@ def use(use: pd.DataFrame) -> Figure:
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel("validation loss rise when knocked out\n(nats/token)")
-    axes[0, 0].set_yscale("symlog", linthresh=0.01)
     handles = [Line2D([], [], color=colors[m], marker="o", ls="", label=m) for m in dict.fromkeys(use.model)]
     handles += [Line2D([], [], color="#444444", marker=k, ls="", label=g) for g, k in markers.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
