@@ -372,15 +372,20 @@ def in_short(differences: str) -> str:
     return "; ".join(items[:2]) + (f"; and {len(items) - 2} more" if len(items) > 2 else "")
 
 
-def claims_table(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
+def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] | None = None) -> pd.DataFrame:
     """Every contrast of the published experiments (their folders and configurations), one
-    row each: the experiment, how long and in what precision it trained, the two models,
-    what differs, the runs, and the pre-declared cell as the experiment's table gives it."""
+    row each: the experiment (a link to its section of docs/results.md where `sections`
+    gives its anchor, `anchors`), how long and in what precision it trained, the two
+    models, what differs, the runs, and the pre-declared cell as the experiment's table
+    gives it."""
     rows = []
     for folder, config in studies.items():
         layout, train = Layout(str(folder)), config["train"]
         epochs = epochs_run(layout, config, selected(config))
         budget = "" if all(n == train["epochs"] for n in epochs.values()) else "at most "
+        name = f"`{config['experiment']}`"
+        if sections:
+            name = f"[{name}](docs/results.md#{sections[config['experiment']]})"
         contrasts = read_table(layout.table("contrasts"))
         for (a, b), pair in contrasts.groupby(["a", "b"], sort=False):
             found = primary_cell(pair)
@@ -389,7 +394,7 @@ def claims_table(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
             row, metric = found
             rows.append(
                 {
-                    "experiment": f"`{config['experiment']}`",
+                    "experiment": name,
                     "trained": f"{budget}{train['epochs']} epochs, {train['precision']}",
                     "A": f"`{a}`",
                     "B": f"`{b}`",
@@ -407,10 +412,6 @@ def claims_block(results: Path, root: Path) -> str:
     (docs/results.md) publishes, each in its folder under `root`, in that order."""
     sections = anchors(results.read_text(encoding="utf-8"))
     studies = {root / name: configuration(root / name, []) for name in sections}
-    claims = claims_table(studies)
-    claims["experiment"] = [  # each a link to its section
-        f"[{cell}](docs/results.md#{sections[cell.strip('`')]})" for cell in claims.experiment
-    ]
     return (
         "Every contrast of the published experiments, in the order of their sections in "
         "[docs/results.md](docs/results.md) (each experiment links to its own), with the "
@@ -421,7 +422,7 @@ def claims_block(results: Path, root: Path) -> str:
         "difference these runs would detect at 80% power at Holm's strictest level. \"What "
         'differs" begins the list of every hyperparameter the two entries resolve to '
         "differently, which each experiment's section gives whole.\n\n"
-    ) + markdown_table(claims)
+    ) + markdown_table(claims_table(studies, sections))
 
 
 def replace_block(path: Path, markers: tuple[str, str], block: str, check: bool) -> bool:

@@ -19,7 +19,6 @@ out, against the mass the group holds.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 from pathlib import Path
@@ -66,15 +65,14 @@ def token_nll(model: Seq2Seq, data: ParallelData, max_tokens: int, device: torch
     over the freed logits once grew this job's heap to 4 GB)."""
     model.eval()
     lengths = [len(t) + 1 for t in data.tgt]
-    out = torch.empty(sum(lengths), dtype=torch.float64)
-    starts = [0, *itertools.accumulate(lengths)]
+    out = list(torch.empty(sum(lengths), dtype=torch.float64).split(lengths))
     for indices in data.batches(max_tokens):
         batch = data.collate(indices).to(device)
         logits = model(batch.src, batch.tgt_in).float()  # (B, T, V)
         nll = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD, reduction="none").cpu()
         for row, i in enumerate(indices):
-            out[starts[i] : starts[i + 1]] = nll[row, : lengths[i]]
-    return list(out.split(lengths))
+            out[i].copy_(nll[row, : lengths[i]])
+    return out
 
 
 def estimates(
