@@ -16,9 +16,9 @@ token-count batches, decoding sentences/s (greedy and beam) of the first test se
 `--data` has checkpoints, and the peak RSS of a process that only trains that model.
 Each model is measured on two paths, back to back: the configuration's precision
 (`--precision` overrides it) with the memory settings `mixnmt` runs it with
-(`device.ready_memory`), and, unless `--no-baseline`, fp32 with the allocator's defaults, as
-every model ran before mixed precision on the CPU; the ratios are the new path's speed
-over the old one's. The references, written out below in plain
+(`device.ready_memory`) and its `train.compile`, and, unless `--no-baseline`, fp32, eager,
+with the allocator's defaults, as every model ran before mixed precision on the CPU; the
+ratios are the new path's speed over the old one's. The references, written out below in plain
 PyTorch, are measured the same way, each at the size of the models it mirrors (those
 whose hyperparameters include its size arguments, and that attend to the source exactly
 when it does): `nn.Transformer`, and the textbook GRU encoder-decoders that step their
@@ -66,7 +66,7 @@ from mixnmt.trainer import Trainer
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = 8000
 BEFORE = "fp32 before"
-"""The old path's name: fp32, with the allocator's defaults."""
+"""The old path's name: fp32, eager, with the allocator's defaults."""
 
 
 # --- the naive references ------------------------------------------------------------
@@ -309,10 +309,12 @@ def training_data(job: dict) -> ParallelData:
 
 def trainer(job: dict, device: torch.device) -> Trainer:
     """The workflow's trainer of model `job["model"]` at its configured size on `device`,
-    in the job's precision."""
+    in the job's precision; on the old path eager (`train.compile` off), as before."""
     arch, hparams = resolve(job["model"], job["entry"])
     model = build(arch, hparams, VOCAB, VOCAB, True).to(device)
     settings = job["settings"] | {"lr": 1e-4, "deterministic": False, "precision": job["precision"]}
+    if job["path"] == BEFORE:
+        settings["compile"] = False
     return Trainer(model, TrainConfig(**settings), device)
 
 
@@ -435,7 +437,7 @@ def main() -> None:
         "--baseline",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help=f"also measure the old path ({BEFORE}: fp32, the allocator's defaults)",
+        help=f"also measure the old path ({BEFORE}: fp32, eager, the allocator's defaults)",
     )
     parser.add_argument("--steps", type=int, default=12, help="training steps timed per model")
     parser.add_argument("--max-tokens", type=int, help="tokens per training batch (default: the config's)")
@@ -590,7 +592,7 @@ def print_table(rows: list[dict], versus: dict[str, str], peaks: dict[str, float
                 f"({r['beam'] / r['beam_no_cache']:.1f}x slower than with it)"
             )
     if old:
-        print(f"'was': {BEFORE} (fp32, the allocator's defaults); ratio: the new path's speed over it")
+        print(f"'was': {BEFORE} (fp32, eager, the allocator's defaults); ratio: the new path's speed over it")
 
 
 if __name__ == "__main__":

@@ -195,3 +195,16 @@ def test_a_diagnosis_reads_the_languages_test_set_and_seed_of_the_studys_configu
         assert sum(int(row["n"]) for row in rows) == len((tiny_source / "test_a.de").read_text().splitlines())
     else:
         assert loaded == [(layout.ids("valid", "de"), layout.ids("valid", "en"))]
+
+
+def test_speed_measures_the_old_path_eager_whatever_the_configuration_compiles(speed):
+    """The old path is fp32 and eager, as every model ran before mixed precision: an
+    experiment with `train.compile` compiles only the new path, so the ratio is the two
+    changes' together. (The old path compiled too, hiding what compiling gains.)"""
+    from mixnmt.config import TrainConfig, load
+
+    settings = TrainConfig.values(load(ROOT / "tests" / "tiny.yaml") | {"max_steps": None}, seed=1)
+    job = {"model": "attention", "entry": {"hidden": 16}, "settings": settings | {"compile": True}}
+    device = torch.device("cpu")
+    assert speed.trainer(job | {"path": "new", "precision": "bf16"}, device).config.compile
+    assert not speed.trainer(job | {"path": speed.BEFORE, "precision": "fp32"}, device).config.compile
