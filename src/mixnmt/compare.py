@@ -80,11 +80,14 @@ def corpus_score(metric: BLEU | CHRF, stats: np.ndarray) -> float:
 
 def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
     """B minus A with the training run as the unit: the difference of the mean corpus
-    scores over each model's runs (unpaired: seed i of A has nothing to do with seed i of
-    B), Welch's t test of it (two-sided p; 95% and 90% intervals) and the p of the two
-    one-sided tests that it lies within +-`margin` (`tost_p`: below ALPHA exactly where the
-    90% interval lies inside the margin). Assumes the runs' scores are normal within each
-    model, variances may differ. NaN where a model has one run."""
+    scores over each model's runs (unpaired: seed i of A is not matched with seed i of B;
+    where the two share their parameter layout, one seed gives both the same initial
+    weights and batches, and where the pairs' scores correlate positively, as in the runs
+    seen, the unpaired test is conservative), Welch's t test of it (two-sided p; 95% and
+    90% intervals) and the p of the two one-sided tests that it lies within +-`margin`
+    (`tost_p`: below ALPHA exactly where the 90% interval lies inside the margin). Assumes
+    the runs' scores are normal within each model, variances may differ. NaN where a
+    model has one run."""
     delta = float(np.mean(b) - np.mean(a))
     if min(len(a), len(b)) < 2:
         undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df")
