@@ -203,8 +203,9 @@ def test_speed_measures_the_old_path_eager_whatever_the_configuration_compiles(s
     changes' together. (The old path compiled too, hiding what compiling gains.)"""
     from mixnmt.config import TrainConfig, load
 
-    settings = TrainConfig.values(load(ROOT / "tests" / "tiny.yaml") | {"max_steps": None}, seed=1)
-    job = {"model": "attention", "entry": {"hidden": 16}, "settings": settings | {"compile": True}}
+    config = load(ROOT / "tests" / "tiny.yaml")
+    settings = TrainConfig.values(config | {"max_steps": None}, seed=1) | {"compile": True}
+    job = {"model": FAST, "entry": config["models"][FAST], "settings": settings}
     device = torch.device("cpu")
     assert speed.trainer(job | {"path": "new", "precision": "bf16"}, device).config.compile
     assert not speed.trainer(job | {"path": speed.BEFORE, "precision": "fp32"}, device).config.compile
