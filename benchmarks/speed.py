@@ -16,15 +16,16 @@ token-count batches, decoding sentences/s (greedy and beam) of the first test se
 `--data` has checkpoints, and the peak RSS of a process that only trains that model.
 Each model is measured on two paths, back to back: the configuration's precision
 (`--precision` overrides it) with the memory settings `mixnmt` runs it with
-(`device.ready_memory`) and its `train.compile`, and, unless `--no-baseline`, fp32, eager,
-with the allocator's defaults, as every model ran before mixed precision on the CPU; the
-ratios are the new path's speed over the old one's. The references, written out below
-in plain PyTorch, are measured the same way, each at the size of the models it mirrors
-(those whose hyperparameters include its size arguments, and that attend to the source
-exactly when it does): `nn.Transformer`, and the textbook GRU encoder-decoders that step their
-decoder in a Python loop, reading the source summary or attending to its states (additive
-scores). Models whose decoder state grows with the prefix (a key/value cache) also decode
-without it. Each measurement runs in its own process, so peak RSS is its own.
+(`device.ready_memory`) and its `train.compile`, and, unless `--no-baseline`, fp32,
+eager, with the allocator's defaults, as every model ran before mixed precision on the
+CPU; the ratios are the new path's speed over the old one's. The references, written out
+below in plain PyTorch, are measured the same way, each at the size of the models it
+mirrors (those whose hyperparameters include its size arguments, and that attend to the
+source exactly when it does): `nn.Transformer`, and the textbook GRU encoder-decoders
+that step their decoder in a Python loop, reading the source summary or attending to its
+states (additive scores). Models whose decoder state grows with the prefix (a key/value
+cache) also decode without it. Each measurement runs in its own process, so peak RSS is
+its own.
 `--processes` then measures the aggregate training tokens/s of 1, N, 2N ... processes
 training the same model side by side (one thread each), as a run with `gpu_jobs=N`
 shares a GPU; `--json` keeps every number for scripts (the GPU session picks N from it).
