@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
+import yaml
 
+from conftest import ROOT
 from mixnmt import MixnmtError
 from mixnmt.cli import main
 from mixnmt.compare import bleu_by_length, contrasts, holm, significance
@@ -87,7 +89,7 @@ def test_score_refuses_misaligned_files(tmp_path):
     assert not (tmp_path / "o.json").exists()
 
 
-CONTRAST = ["contrasts", "--testset", "t", "--margin", "1", "--pairs"]
+CONTRAST = ["contrasts", "--testset", "t", "--margin", "1", "--statistic", "welch", "--pairs"]
 
 
 def comparing(tmp_path, command: list[str], out, translations: dict) -> int:
@@ -160,7 +162,7 @@ def test_translations_of_two_sources_are_not_compared(tmp_path, capsys, command)
         ["score", "--model", "m", "--seed", "1"],
         ["significance", "--baseline", "m", "--seed", "1"],
         ["lengths", "--edges", "5"],
-        ["contrasts", "--margin", "1", "--pairs", "m:n"],
+        ["contrasts", "--margin", "1", "--statistic", "welch", "--pairs", "m:n"],
     ],
 )
 def test_files_of_another_test_set_are_refused(tmp_path, capsys, command):
@@ -528,6 +530,94 @@ def test_the_detectable_difference_is_found_by_welchs_test_at_the_stated_power(r
     assert detectable([2.0, 2.0], [1.0, 1.0], tests=6) == {"mde": 0.0, "mde_holm": 0.0}
 
 
+def test_the_paired_t_is_scipys_related_samples_t_test_with_its_interval():
+    from scipy import stats
+
+    from mixnmt.compare import paired
+
+    # chrF 2016 of the query study's ten seeds (multi30k-cpu-query), a seed's runs a pair
+    a = [35.04, 35.37, 33.43, 34.39, 36.16, 37.1, 36.61, 35.11, 36.72, 35.01]
+    b = [35.73, 36.34, 34.08, 34.82, 37.19, 37.57, 37.15, 35.91, 37.0, 35.69]
+    level = paired(a, b, 1.0)
+    expected = stats.ttest_rel(b, a)
+    assert level["p"] == pytest.approx(expected.pvalue) and level["df"] == 9
+    assert level["delta"] == pytest.approx(np.mean(b) - np.mean(a))
+    assert (level["low"], level["high"]) == pytest.approx(tuple(expected.confidence_interval(0.95)))
+    for margin in (0.5, 1.0, 2.0):
+        level = paired(a, b, margin)
+        above = stats.ttest_rel([x + margin for x in b], a, alternative="greater").pvalue
+        below = stats.ttest_rel([x - margin for x in b], a, alternative="less").pvalue
+        assert level["tost_p"] == pytest.approx(max(above, below))
+        assert (level["tost_p"] < 0.05) == (-margin < level["low90"] and level["high90"] < margin)
+    with pytest.raises(MixnmtError, match="analysis.statistic: paired needs one run of each model per seed"):
+        paired(a, b[:9], 1.0)
+    assert np.isnan(paired(a[:1], b[:1], 1.0)["p"])  # one pair: no test
+    exact = paired([1.0, 2.0], [1.5, 2.5], 1.0)  # every pair differs by the same 0.5
+    assert (exact["low"], exact["high"], exact["p"], exact["tost_p"]) == (0.5, 0.5, 0.0, 0.0)
+
+
+def test_pairing_the_runs_of_a_seed_removes_the_seeds_spread_from_the_test():
+    """Where a seed moves both models' scores together, the unpaired test keeps that spread
+    in its error and the paired test cancels it: a narrower interval, and a smaller
+    difference detectable, found by the paired test at the stated power."""
+    from scipy import stats
+
+    from mixnmt.compare import ALPHA, POWER, STATISTICS, detectable, paired, welch
+
+    rng = np.random.default_rng(3)
+    seed = rng.normal(0, 1.0, 8)  # what a seed draws moves both runs
+    a, b = list(35 + seed + rng.normal(0, 0.2, 8)), list(35.4 + seed + rng.normal(0, 0.2, 8))
+    unpaired, matched = welch(a, b, 1.0), paired(a, b, 1.0)
+    assert unpaired["delta"] == pytest.approx(matched["delta"])  # the same difference of means
+    assert matched["high"] - matched["low"] < (unpaired["high"] - unpaired["low"]) / 3
+    assert matched["p"] < 0.05 < unpaired["p"]
+    figures = detectable(a, b, tests=2, statistic="paired")
+    assert figures["mde"] < detectable(a, b, tests=2)["mde"] / 3
+    sd, studies = np.std(np.subtract(b, a), ddof=1), 20000
+
+    def found(difference: float, level: float) -> float:
+        test = stats.ttest_1samp(rng.normal(difference, sd, (studies, len(a))), 0, axis=1)
+        return float(np.mean((test.pvalue < level) & (test.statistic > 0)))
+
+    for key, level in (("mde", ALPHA), ("mde_holm", ALPHA / 2)):
+        assert found(figures[key], level) == pytest.approx(POWER, abs=0.015)  # 5 simulation sds
+    assert detectable(a, b, tests=2, statistic="paired") == figures  # seeded
+    assert detectable([1.0, 2.0], [1.5, 2.5], tests=2, statistic="paired") == {"mde": 0.0, "mde_holm": 0.0}
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert set(STATISTICS) == set(schema["properties"]["analysis"]["properties"]["statistic"]["enum"])
+
+
+def test_the_paired_contrast_needs_the_same_seeds_of_both_models_and_says_which_it_used(tmp_path):
+    from scipy import stats
+
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, base=[WORSE, GOOD, WORSE], good=[GOOD, GOOD, [*GOOD[:2], "Kind ."]])
+    found = contrasts(
+        refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "c.json", "chrf", None, "paired"
+    )
+    assert found["statistic"] == "paired" and json.loads((tmp_path / "c.json").read_text()) == found
+    (row,) = found["contrasts"]
+    chrf = {
+        model: [
+            sacrebleu.corpus_chrf(path.read_text().splitlines(), [REFS * 10]).score for path in seeds.values()
+        ]
+        for model, seeds in runs.items()
+    }
+    assert row["chrf_p"] == round(stats.ttest_rel(chrf["good"], chrf["base"]).pvalue, 4)
+    assert (
+        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "w.json")["statistic"] == "welch"
+    )
+    del runs["good"][3]
+    with pytest.raises(
+        MixnmtError,
+        match=r"analysis.statistic: paired needs the same seeds of base \(1 2 3\) and good \(1 2\)",
+    ):
+        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "p.json", None, None, "paired")
+    with pytest.raises(MixnmtError, match="analysis.statistic: expected one of welch, paired, got 'sign'"):
+        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "p.json", None, None, "sign")
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_the_published_k64_against_k0_contrast_is_not_declared_a_difference():
     """Three-seed chrF of the CPU study as published (test_2016_flickr): mixture-summary-k0
     against mixture-summary. Every seed's difference has the same sign, so the bootstrap
@@ -643,6 +733,9 @@ def test_the_studys_claims_err_at_most_at_alpha_over_differences_and_equivalence
     assert wrong / studies <= ALPHA + 2 * (ALPHA * (1 - ALPHA) / studies) ** 0.5
 
 
+WELCH = {"statistic": "welch"}  # a configuration's analysis, as far as the report reads it
+
+
 def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 5) -> pd.DataFrame:
     """A contrast table of one pair, a -> b, one row per test set: (chrF delta, verdict,
     Holm p), the first test set's chrF primary (a verdict; 1 - p its equivalence Holm p),
@@ -663,35 +756,44 @@ def contrast_rows(chrf: list[tuple[float, str, float]], seeds: int = 5) -> pd.Da
 
 
 def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_table():
+    from mixnmt.compare import STATISTICS
     from mixnmt.report import answer, answer_html
 
-    (won,) = answer(contrast_rows([(1.5, "B better", 0.007), (2.0, "descriptive", 0.02)]))
+    welch = STATISTICS["welch"]
+    (won,) = answer(contrast_rows([(1.5, "B better", 0.007), (2.0, "descriptive", 0.02)]), welch)
     assert won == (
         "big against small (5 and 5 runs): big beats small in chrF on t0 by 1.50 points (B - A +1.50, "
         "95% [+0.50 .. +2.50]; Welch p=0.0012, Holm p=0.007)."
     )
-    (lost,) = answer(contrast_rows([(-1.5, "A better", 0.007)]))
+    (paired,) = answer(contrast_rows([(1.5, "B better", 0.007)]), STATISTICS["paired"])
+    assert paired.endswith("95% [+0.50 .. +2.50]; paired p=0.0012, Holm p=0.007).")  # the test it used
+    (lost,) = answer(contrast_rows([(-1.5, "A better", 0.007)]), welch)
     assert "small beats big in chrF on t0 by 1.50 points (B - A -1.50" in lost
-    (open_,) = answer(contrast_rows([(0.3, "undecided", 0.4), (2.5, "descriptive", 0.001)]))
+    (open_,) = answer(contrast_rows([(0.3, "undecided", 0.4), (2.5, "descriptive", 0.001)]), welch)
     assert open_ == (
         "big against small (5 and 5 runs): chrF on t0 cannot tell small and big apart (B - A +0.30, "
         "95% [-0.70 .. +1.30], Holm p=0.400); these runs would detect 2.00 points at 80% power, whatever "
         "the other contrasts show."
     )
-    (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.98)]))
+    (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.98)]), welch)
     assert same == (
         "big against small (5 and 5 runs): small and big are equivalent (within 1) points of chrF on t0 "
         "(B - A +0.10, 95% [-0.90 .. +1.10]; TOST Holm p=0.020)."
     )
-    (single,) = answer(contrast_rows([(1.5, "undecided", 1.0)], seeds=1))
+    (single,) = answer(contrast_rows([(1.5, "undecided", 1.0)], seeds=1), welch)
     assert (
         single
         == "big against small (1 and 1 runs): chrF on t0: B - A +1.50 from one run of a model, no claim."
     )
-    page = answer_html(contrast_rows([(1.5, "B better", 0.007)]), {"max_steps": 5})
+    page = answer_html(contrast_rows([(1.5, "B better", 0.007)]), {"max_steps": 5, "analysis": WELCH})
     assert (
         page.startswith('<p class="warning">A capped run (max_steps: 5)') and "<li>big against small" in page
     )
+    assert "its intervals and p: Welch&#x27;s t" in page
+    page = answer_html(contrast_rows([(1.5, "B better", 0.007)]), {"analysis": {}})  # as the report records
+    assert "Welch p=0.0012" in page  # welch, the value before the setting: `report.reported` leaves it out
+    page = answer_html(contrast_rows([(1.5, "B better", 0.007)]), {"analysis": {"statistic": "paired"}})
+    assert "paired p=0.0012" in page and "its intervals and p: the paired t over the seeds" in page
 
 
 def test_the_readmes_primary_cell_says_the_verdict_with_its_adjusted_p():
@@ -726,7 +828,7 @@ def test_the_reports_first_line_counts_the_contrasts_verdicts():
         "equivalence (e and f); 2 find neither (d against c; h against g); 1 makes no claim (one run of "
         "a model) (j against i)."
     )
-    page = answer_html(table, {})
+    page = answer_html(table, {"analysis": WELCH})
     assert page.startswith(f'<p class="glance">{glance(table)}</p><ul><li>')
 
 
@@ -740,7 +842,7 @@ def test_the_report_shows_the_contrast_table_under_readable_headers():
     )  # fmt: skip
     page = contrasts_html(rows)
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", page)
-    assert headers[:3] == ["", "chrF", "BLEU"] and "Holm p" in headers and "95% interval (Welch)" in headers
+    assert headers[:3] == ["", "chrF", "BLEU"] and "Holm p" in headers and "95% interval" in headers
     assert "equivalence Holm p" in headers and "Holm over (hypotheses)" in headers
     assert "detectable" in headers and "bootstrap p" in headers
     assert not any("_" in h for h in headers)  # no raw column names
@@ -762,7 +864,9 @@ def test_an_experiment_without_contrasts_gets_an_empty_contrast_file(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     output = tmp_path / "c.json"
     argv = ["contrasts", "--testset", "t", "--references", str(refs), "--pairs", "--resamples", "10"]
-    assert main([*argv, "--margin", "0.5", "--runs", "{}", "--output", str(output)]) == 0
+    assert (
+        main([*argv, "--margin", "0.5", "--statistic", "welch", "--runs", "{}", "--output", str(output)]) == 0
+    )
     assert json.loads(output.read_text())["contrasts"] == []
 
 

@@ -484,7 +484,8 @@ def refused(capsys, argv: list, message: str) -> None:
 
 def contrasts_argv(w: dict[str, Path], resamples: object, *runs: str) -> list:
     return ["contrasts", "--testset", "t", "--references", w["good"] / "test_a.de", "--pairs", "a:b",
-            "--resamples", resamples, "--margin", 1, "--output", w["out"] / "c.json", *runs]  # fmt: skip
+            "--resamples", resamples, "--margin", 1, "--statistic", "welch", "--output", w["out"] / "c.json",
+            *runs]  # fmt: skip
 
 
 def with_option(argv: list, option: str, value: str) -> list:

@@ -115,6 +115,32 @@ def test_a_table_row_edited(study):
     assert line.startswith(f"{path}: row 2 ({table.model[1]}, ") and "bleu: " in line
 
 
+def test_a_contrast_file_of_another_statistic(study):
+    """A contrast file records the test it used; one made before analysis.statistic used
+    Welch's t, as the published ones did."""
+    path = study / "contrasts" / f"{TESTSET}.json"
+    payload = json.loads(path.read_text())
+    assert "statistic" not in payload and breaks(study) == []  # made before the setting: Welch's t
+    path.write_text(json.dumps(payload | {"statistic": "paired"}))
+    (line,) = breaks(study)
+    assert line == (
+        f"{path}: primary metric, margin, statistic: chrf, 1.0, paired; the configuration's "
+        "(analysis.primary, analysis.equivalence, analysis.statistic): chrf, 1.0, welch"
+    )
+
+
+def test_an_analysis_setting_added_later_changes_no_report_at_the_value_reports_had():
+    """analysis.statistic came after the published reports, which recorded their
+    configuration: at welch, what they used, it stays out of the recorded configuration;
+    any other value is recorded."""
+    from mixnmt.report import reported
+
+    config = load()
+    assert config["analysis"]["statistic"] == "welch" and "statistic" not in reported(config)["analysis"]
+    paired = config | {"analysis": config["analysis"] | {"statistic": "paired"}}
+    assert reported(paired)["analysis"]["statistic"] == "paired"
+
+
 def test_a_column_either_table_has_beyond_the_other_is_a_difference():
     """A column the inputs give that the committed table lacks, even an empty one, or one
     the committed table has beyond them, is a difference; the `commit` column is not."""
@@ -221,6 +247,9 @@ def test_a_claim_row_says_how_long_its_runs_trained_and_a_contrast_without_a_ver
     described[[c for c in contrasts if c.endswith("_verdict")]] = "descriptive"
     write_table(folder / "tables/contrasts.tsv", pd.concat([contrasts, described]))
     assert claims_table({folder: config}).trained.tolist() == ["10 epochs, fp32"]
+    assert claims_table({folder: config}).test.tolist() == ["Welch"]
+    paired = config | {"analysis": config["analysis"] | {"statistic": "paired"}}
+    assert claims_table({folder: paired}).test.tolist() == ["paired"]
     metrics = folder / "train/mixture-states-gated/seed1/metrics.tsv"
     write_table(metrics, read_table(metrics).head(7))  # stopped by patience after 7 epochs
     claims = claims_table({folder: config})

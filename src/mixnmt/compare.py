@@ -1,11 +1,13 @@
 """Comparisons of systems on one test set: sacreBLEU's paired bootstrap against a
-baseline (per seed), contrasts over seeds (Welch's t, equivalence by TOST, Holm's
-correction; the bootstrap of runs and sentences describes them) and BLEU by source length."""
+baseline (per seed), contrasts over seeds (Welch's t or the paired t, equivalence by TOST,
+Holm's correction; the bootstrap of runs and sentences describes them) and BLEU by source length."""
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ from mixnmt.evaluate import compared, read_aligned
 from mixnmt.files import read_lines, write_json, write_table
 from mixnmt.paths import run
 from mixnmt.provenance import code_version, stamped
+from mixnmt.runs import ANALYSIS_ADDED
 
 METRICS = {"bleu": BLEU, "chrf": CHRF, "ter": TER}  # sacreBLEU defaults: 13a, chrF2, tercom
 CONTRASTED = ("bleu", "chrf")  # the metrics of the contrasts, one of them primary
@@ -83,24 +86,56 @@ def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
     scores over each model's runs (unpaired: seed i of A is not matched with seed i of B;
     where the two share their parameter layout, one seed gives both the same initial
     weights and batches, and where the pairs' scores correlate positively, as in the runs
-    seen, the unpaired test is conservative), Welch's t test of it (two-sided p; 95% and
-    90% intervals) and the p of the two one-sided tests that it lies within +-`margin`
-    (`tost_p`: below ALPHA exactly where the 90% interval lies inside the margin). Assumes
-    the runs' scores are normal within each model, variances may differ. NaN where a
-    model has one run."""
+    seen, the unpaired test is conservative: `paired` uses the match), Welch's t test of
+    it (`t_test`). Assumes the runs' scores are normal within each model, variances may
+    differ. NaN where a model has one run."""
     delta = float(np.mean(b) - np.mean(a))
     if min(len(a), len(b)) < 2:
-        undefined = ("low", "high", "low90", "high90", "p", "tost_p", "df")
-        return {"delta": delta, **dict.fromkeys(undefined, math.nan)}
+        return undefined(delta)
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:  # every run of both models scores the same: the difference is exact
+    df = float(_welch_df(va, vb, len(a), len(b))) if va + vb else math.inf  # inf: no spread
+    return t_test(delta, math.sqrt(va + vb), df, margin)
+
+
+def paired(a: list[float], b: list[float], margin: float) -> dict[str, float]:
+    """B minus A with the seed's pair of runs as the unit: the mean of the differences
+    b[i] - a[i] of runs of the same seed (the lists in the same seed order), tested by the
+    paired t test (`t_test` with n - 1 degrees of freedom). A seed's two runs share what
+    the seed draws (where the models share their parameter layout, the initial weights and
+    the batches), so the pair cancels the seeds' spread that Welch's t keeps. Assumes the
+    differences are normal. NaN with fewer than two pairs."""
+    if len(a) != len(b):
+        raise MixnmtError(
+            f"analysis.statistic: paired needs one run of each model per seed, got {len(a)} and {len(b)}"
+        )
+    differences = np.subtract(b, a)
+    delta = float(differences.mean())
+    if len(a) < 2:
+        return undefined(delta)
+    se = float(differences.std(ddof=1)) / math.sqrt(len(a))
+    return t_test(delta, se, float(len(a) - 1), margin)
+
+
+def undefined(delta: float) -> dict[str, float]:
+    """A difference without a test (one run, or one pair): every statistic NaN."""
+    return {
+        "delta": delta,
+        **dict.fromkeys(("low", "high", "low90", "high90", "p", "tost_p", "df"), math.nan),
+    }
+
+
+def t_test(delta: float, se: float, df: float, margin: float) -> dict[str, float]:
+    """The t test of a difference `delta` with standard error `se` and `df` degrees of
+    freedom: two-sided p, 95% and 90% intervals, and the p of the two one-sided tests that
+    it lies within +-`margin` (`tost_p`: below ALPHA exactly where the 90% interval lies
+    inside the margin)."""
+    if se == 0:  # every run (or pair) agrees: the difference is exact
         p, tost_p = (1.0 if delta == 0 else 0.0), (0.0 if abs(delta) < margin else 1.0)
         exact = dict.fromkeys(("low", "high", "low90", "high90"), delta)
         return {"delta": delta, **exact, "p": p, "tost_p": tost_p, "df": math.inf}
     from scipy.stats import t as student  # here, not above: a second's import in every scoring job
 
-    t = student(_welch_df(va, vb, len(a), len(b)))
+    t = student(df)
     half95, half90 = t.ppf(0.975) * se, t.ppf(0.95) * se
     return {
         "delta": delta,
@@ -110,7 +145,7 @@ def welch(a: list[float], b: list[float], margin: float) -> dict[str, float]:
         "high90": delta + half90,
         "p": float(2 * t.sf(abs(delta) / se)),
         "tost_p": float(max(t.sf((margin + delta) / se), t.sf((margin - delta) / se))),
-        "df": float(t.args[0]),
+        "df": df,
     }
 
 
@@ -120,30 +155,49 @@ def _welch_df(va: float | np.ndarray, vb: float | np.ndarray, na: int, nb: int) 
     return (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
 
 
-def detectable(a: list[float], b: list[float], tests: int | None = None) -> dict[str, float]:
-    """The minimum detectable effect: the true difference B - A that `welch`'s test at
-    two-sided ALPHA finds, with its sign, in POWER of DRAWS simulated studies with as many
-    runs as `a` and `b` and their standard deviations (normal scores; the draws are seeded,
-    so the same runs give the same figure): of this test alone (`mde`) and, for a contrast
-    judged in a Holm family of `tests`, at Holm's strictest level ALPHA / `tests`, which it
-    passes whatever the family's other contrasts show (`mde_holm`; NaN without `tests`).
-    Simulated, not by the shift of the t quantiles, which is optimistic with few runs (it
-    ignores that each study estimates its own spread and degrees of freedom). NaN where a
-    model has one run."""
-    levels = {"mde": ALPHA, "mde_holm": math.nan if tests is None else ALPHA / tests}
-    if min(len(a), len(b)) < 2:
-        return dict.fromkeys(levels, math.nan)
+def _simulated_welch(a: list[float], b: list[float], rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """DRAWS studies of `welch` with as many runs as `a` and `b` and their spreads, no true
+    difference: each study's difference, standard error and degrees of freedom."""
     sd_a, sd_b = float(np.std(a, ddof=1)), float(np.std(b, ddof=1))
-    if sd_a == sd_b == 0:  # every run of both models scores the same: any difference shows
-        return {key: level if math.isnan(level) else 0.0 for key, level in levels.items()}
-    from scipy.stats import t as student
-
-    rng = np.random.default_rng(0)
     runs_a = sd_a * rng.standard_normal((DRAWS, len(a)))  # (DRAWS, runs): a study per row
     runs_b = sd_b * rng.standard_normal((DRAWS, len(b)))
     va, vb = runs_a.var(axis=1, ddof=1) / len(a), runs_b.var(axis=1, ddof=1) / len(b)
-    se, df = np.sqrt(va + vb), _welch_df(va, vb, len(a), len(b))
     noise = runs_b.mean(axis=1) - runs_a.mean(axis=1)
+    return noise, np.sqrt(va + vb), _welch_df(va, vb, len(a), len(b))
+
+
+def _simulated_paired(a: list[float], b: list[float], rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """DRAWS studies of `paired` with as many pairs as `a` and `b` and the spread of their
+    differences, no true difference: each study's difference, standard error and degrees
+    of freedom."""
+    pairs = float(np.std(np.subtract(b, a), ddof=1)) * rng.standard_normal((DRAWS, len(a)))
+    df = np.full(DRAWS, len(a) - 1.0)
+    return pairs.mean(axis=1), pairs.std(axis=1, ddof=1) / math.sqrt(len(a)), df
+
+
+def detectable(
+    a: list[float], b: list[float], tests: int | None = None, statistic: str = "welch"
+) -> dict[str, float]:
+    """The minimum detectable effect: the true difference B - A that the `statistic`'s
+    test at two-sided ALPHA finds, with its sign, in POWER of DRAWS simulated studies with
+    as many runs as `a` and `b` and their standard deviations (`paired`: that of their
+    differences; normal scores; the draws are seeded, so the same runs give the same
+    figure): of this test alone (`mde`) and, for a contrast judged in a Holm family of
+    `tests`, at Holm's strictest level ALPHA / `tests`, which it passes whatever the
+    family's other contrasts show (`mde_holm`; NaN without `tests`). Simulated, not by
+    the shift of the t quantiles, which is optimistic with few runs (it ignores that each
+    study estimates its own spread and, for Welch's t, degrees of freedom). NaN where a
+    model has one run. `statistic`: a key of STATISTICS."""
+    levels = {"mde": ALPHA, "mde_holm": math.nan if tests is None else ALPHA / tests}
+    if min(len(a), len(b)) < 2:
+        return dict.fromkeys(levels, math.nan)
+    chosen = STATISTICS[statistic]
+    spreads = [np.std(np.subtract(b, a))] if chosen.pairs else [np.std(a), np.std(b)]
+    if not any(spreads):  # every run (or pair) agrees: any difference shows
+        return {key: level if math.isnan(level) else 0.0 for key, level in levels.items()}
+    from scipy.stats import t as student
+
+    noise, se, df = chosen.simulate(a, b, np.random.default_rng(0))
 
     def found(level: float) -> float:
         """A study finds a true difference d where (d + noise) / se passes its critical t,
@@ -151,6 +205,32 @@ def detectable(a: list[float], b: list[float], tests: int | None = None) -> dict
         return float(np.quantile(student.ppf(1 - level / 2, df) * se - noise, POWER))
 
     return {key: level if math.isnan(level) else found(level) for key, level in levels.items()}
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A test of a contrast's B - A over its runs (analysis.statistic), and its words."""
+
+    test: Callable[[list[float], list[float], float], dict[str, float]]
+    simulate: Callable[[list[float], list[float], np.random.Generator], tuple[np.ndarray, ...]]
+    name: str  # as legends write it: "its 95% interval (Welch's t)"
+    p: str  # its p, as legends write it: "Welch's p adjusted by Holm's method"
+    label: str  # as headers write it: "Welch p"
+    pairs: bool  # whether it matches the runs of a seed
+
+
+STATISTICS = {  # analysis.statistic -> its test
+    "welch": Statistic(welch, _simulated_welch, "Welch's t", "Welch's p", "Welch", pairs=False),
+    "paired": Statistic(
+        paired, _simulated_paired, "the paired t over the seeds", "the paired t's p", "paired", pairs=True
+    ),
+}
+
+
+def statistic_of(config: dict) -> Statistic:
+    """The statistic of `config`'s contrasts (analysis.statistic; as a report records the
+    configuration, without it at the value reports had before it: `runs.ANALYSIS_ADDED`)."""
+    return STATISTICS[config["analysis"].get("statistic", ANALYSIS_ADDED["statistic"])]
 
 
 def bootstrap_runs(
@@ -240,10 +320,6 @@ def _contrasted(
     stats, texts = {}, {}
     for a, b in pairs:
         for name in (a, b):
-            if name not in runs:
-                raise MixnmtError(
-                    f"analysis.contrasts: {name!r} is not one of the systems ({', '.join(runs)})"
-                )
             for seed, path in runs[name].items():
                 if (name, seed) not in texts:
                     texts[name, seed] = read_aligned(path, references)[0]
@@ -264,11 +340,12 @@ def contrasts(
     output: Path,
     primary: str | None = None,
     expected: dict[str, str] | None = None,
+    statistic: str = "welch",
 ) -> dict:
     """Each contrast (A, B) of the study on one test set, over every run's translations
     (`runs`: model -> seed -> path): per metric, B's score minus A's as the difference of
-    their means over runs, with Welch's t test (`welch`: interval, p), the minimum
-    detectable effect (`detectable`) and the bootstrap of runs and sentences as a
+    their means over runs, with the test of `statistic` (`STATISTICS`: interval, p), the
+    minimum detectable effect (`detectable`) and the bootstrap of runs and sentences as a
     secondary description (`bootstrap_runs`); beside them, per seed both models have,
     sacreBLEU's paired bootstrap p (the test sentences' sampling only). In the `primary`
     metric (given where this is the pre-declared test set) `holm` adjusts the contrasts'
@@ -277,20 +354,19 @@ def contrasts(
     (each one of `expected`'s)."""
     labelled = {run(model, seed): path for model, seeds in runs.items() for seed, path in seeds.items()}
     made = compared(labelled, expected, None, testset, references)
-    if primary is not None and primary not in CONTRASTED:
-        expected_one = ", ".join(CONTRASTED)
-        raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
+    _check_settings(runs, pairs, primary, statistic)
     refs, metrics = read_lines(references), {key: METRICS[key]() for key in CONTRASTED}
     texts, stats = _contrasted(references, runs, pairs, metrics)
     rows = []
     for a, b in pairs:
-        paired = sorted(set(runs[a]) & set(runs[b]))
-        per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in paired]
+        shared = sorted(set(runs[a]) & set(runs[b]))
+        per_seed = [paired_p(a, texts[a, s], b, texts[b, s], refs, resamples) for s in shared]
         row = {"testset": testset, "a": a, "b": b, "seeds_a": len(runs[a]), "seeds_b": len(runs[b])}
         for key, metric in metrics.items():
             of_a, of_b = ([stats[name, s][key] for s in sorted(runs[name])] for name in (a, b))
             tests = len(pairs) if key == primary else None  # the primary cells: Holm's family
-            described = _described(of_a, of_b, metric, resamples, _draws(a, b, key), margin, tests)
+            draws = _draws(a, b, key)
+            described = _described(of_a, of_b, metric, resamples, draws, margin, tests, statistic)
             row |= {f"{key}_{k}": v for k, v in described.items()}
             row[f"{key}_p_seeds"] = [p[key] for p in per_seed]
             row |= {f"{key}_{k}": None for k in ("p_holm", "tost_p_holm", "hypotheses")}
@@ -302,12 +378,37 @@ def contrasts(
         "testset": testset,
         "margin": margin,
         "primary": primary,
+        "statistic": statistic,
         "contrasts": rows,
         "runs": made,
         "commit": code_version(),
     }
     write_json(output, payload)
     return payload
+
+
+def _check_settings(
+    runs: dict[str, dict[int, Path]], pairs: list[tuple[str, str]], primary: str | None, statistic: str
+) -> None:
+    """The primary metric and the statistic are known ones, every contrasted model has
+    runs, and a statistic that pairs the runs of a seed has the same seeds of both models
+    of every contrast."""
+    if primary is not None and primary not in CONTRASTED:
+        expected_one = ", ".join(CONTRASTED)
+        raise MixnmtError(f"analysis.primary.metric: expected one of {expected_one}, got {primary!r}")
+    if statistic not in STATISTICS:
+        raise MixnmtError(f"analysis.statistic: expected one of {', '.join(STATISTICS)}, got {statistic!r}")
+    for a, b in pairs:
+        for name in (a, b):
+            if name not in runs:
+                raise MixnmtError(
+                    f"analysis.contrasts: {name!r} is not one of the systems ({', '.join(runs)})"
+                )
+        if STATISTICS[statistic].pairs and set(runs[a]) != set(runs[b]):
+            seeds_a, seeds_b = (" ".join(map(str, sorted(runs[name]))) for name in (a, b))
+            raise MixnmtError(
+                f"analysis.statistic: {statistic} needs the same seeds of {a} ({seeds_a}) and {b} ({seeds_b})"
+            )
 
 
 def _draws(a: str, b: str, metric: str) -> np.random.Generator:
@@ -324,9 +425,10 @@ def _described(
     rng: np.random.Generator,
     margin: float,
     tests: int | None,
+    statistic: str,
 ) -> dict[str, float | None]:
-    """Of one metric, both models' mean and sd of their runs' corpus scores, `welch`'s
-    statistics (against the equivalence `margin`), `detectable`'s (in a Holm family of
+    """Of one metric, both models' mean and sd of their runs' corpus scores, the test of
+    `statistic` (against the equivalence `margin`), `detectable`'s (in a Holm family of
     `tests`) and `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`:
     each run's sentence statistics."""
     scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
@@ -334,7 +436,8 @@ def _described(
     for side, values in scores.items():
         row[side] = round(float(np.mean(values)), 2)
         row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
-    level = welch(scores["a"], scores["b"], margin) | detectable(scores["a"], scores["b"], tests)
+    level = STATISTICS[statistic].test(scores["a"], scores["b"], margin)
+    level |= detectable(scores["a"], scores["b"], tests, statistic)
     level |= bootstrap_runs(a, b, metric, resamples, rng)
     return row | {k: _rounded(k, v) for k, v in level.items()}
 

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from mixnmt import MixnmtError
+from mixnmt.compare import statistic_of
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
@@ -275,11 +276,12 @@ def what_ran(
 
 def contrasts_legend(config: dict[str, Any]) -> str:
     """How to read the contrast table: what is claimed, and by which statistic."""
+    statistic = statistic_of(config)
     return (
         "The contrasts, B against A with the training run as the unit: the difference of the "
-        "models' mean scores over their runs and its 95% interval (Welch's t). Claims rest on the "
-        f"pre-declared primary cell only, {primary_name(config)}, in bold: A or B better (Welch's p "
-        "adjusted by Holm's method over the contrasts, together with the equivalences' p), ≈ "
+        f"models' mean scores over their runs and its 95% interval ({statistic.name}). Claims rest "
+        f"on the pre-declared primary cell only, {primary_name(config)}, in bold: A or B better "
+        f"({statistic.p} adjusted by Holm's method over the contrasts, together with the equivalences' p), ≈ "
         "equivalent within the margin (the two one-sided tests' p, adjusted with them), or ? "
         "undecided, with the difference these runs would detect at 80% power at Holm's strictest "
         "level, whatever the other contrasts show (simulated from the runs' spread). Every other "
@@ -311,7 +313,7 @@ def results_block(folder: Path, config: dict[str, Any]) -> str:
             contrasts_legend(config),
             markdown_table(contrasts_table(contrasts, config, testsets)),
             "What the contrast table's verdicts say, one sentence per contrast:",
-            "\n".join(f"- {sentence}" for sentence in answer(contrasts)),
+            "\n".join(f"- {sentence}" for sentence in answer(contrasts, statistic_of(config))),
         ]
     mixing, use = read_table(layout.table("mixing")), read_table(layout.table("use"))
     if not mixing.empty:
@@ -376,8 +378,8 @@ def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] |
     """Every contrast of the published experiments (their folders and configurations), one
     row each: the experiment (a link to its section of docs/results.md where `sections`
     gives its anchor, `anchors`), how long and in what precision it trained, the two
-    models, what differs, the runs, and the pre-declared cell as the experiment's table
-    gives it."""
+    models, what differs, the runs, the pre-declared cell as the experiment's table gives
+    it, and its test (analysis.statistic)."""
     rows = []
     for folder, config in studies.items():
         layout, train = Layout(str(folder)), config["train"]
@@ -402,6 +404,7 @@ def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] |
                     "runs A / B": f"{row.seeds_a} / {row.seeds_b}",
                     "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
                     "B - A": contrast_cell(row, metric),
+                    "test": statistic_of(config).label,
                 }
             )
     return pd.DataFrame(rows)
@@ -415,10 +418,11 @@ def claims_block(results: Path, root: Path) -> str:
     return (
         "Every contrast of the published experiments, in the order of their sections in "
         "[docs/results.md](docs/results.md) (each experiment links to its own), with the "
-        "training run as the unit: B - A and its "
-        "95% interval (Welch's t) in the pre-declared cell, in bold, with its verdict: A or B "
-        "better (Welch's p adjusted by Holm's method over the experiment's contrasts, together "
-        "with the equivalences' p), ≈ equivalent within the margin, or ? undecided, with the "
+        "training run as the unit: B - A and its 95% interval in the pre-declared cell, in "
+        "bold, by the experiment's test (Welch: Welch's t over each model's runs; paired: the "
+        "paired t over the seeds, a seed's two runs a pair), with its verdict: A or B better "
+        "(the test's p adjusted by Holm's method over the experiment's contrasts, together with "
+        "the equivalences' p), ≈ equivalent within the margin, or ? undecided, with the "
         "difference these runs would detect at 80% power at Holm's strictest level. \"What "
         'differs" begins the list of every hyperparameter the two entries resolve to '
         "differently, which each experiment's section gives whole.\n\n"

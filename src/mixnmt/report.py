@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from mixnmt.compare import Statistic, statistic_of
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
 from mixnmt.lineage import refuse_foreign
 from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY, code_version, made_from, version
-from mixnmt.runs import ADDED
+from mixnmt.runs import ADDED, ANALYSIS_ADDED
 from mixnmt.tables import TABLES, table_html
 
 STYLE = """
@@ -113,9 +114,9 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
     return None
 
 
-def finding(row: pd.Series, metric: str) -> str:
-    """What a contrast's primary cell says by its verdict: a difference with Welch's and
-    Holm's p, equivalence within the margin with the two one-sided tests' Holm p, or
+def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
+    """What a contrast's primary cell says by its verdict: a difference with the p of the
+    contrasts' `statistic` and Holm's, equivalence within the margin with the two one-sided tests' Holm p, or
     undecided with what these runs could detect at Holm's strictest level."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
@@ -126,7 +127,7 @@ def finding(row: pd.Series, metric: str) -> str:
         winner, loser = (b, a) if verdict == "B better" else (a, b)
         return (
             f"{winner} beats {loser} in {where} by {abs(delta):.2f} points (B - A {delta:+.2f}, "
-            f"95% [{ci}]; Welch p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
+            f"95% [{ci}]; {statistic.label} p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
         )
     if verdict.startswith("equivalent"):
         return (
@@ -140,16 +141,16 @@ def finding(row: pd.Series, metric: str) -> str:
     )
 
 
-def answer(contrasts: pd.DataFrame) -> list[str]:
+def answer(contrasts: pd.DataFrame, statistic: Statistic) -> list[str]:
     """The study's answer, one sentence per contrast (B against A), generated from the
-    contrast table's primary cells (nothing in it is written by hand); the other test
+    contrast table's primary cells (tested by `statistic`) (nothing in it is written by hand); the other test
     sets and metrics are descriptive and make no claim."""
     sentences, pairs = [], contrasts.groupby(["a", "b"], sort=False)
     for (a, b), rows in pairs:
         found = primary_cell(rows)
         runs = f"{int(rows.seeds_a.iloc[0])} and {int(rows.seeds_b.iloc[0])} runs"
         if found:
-            said = finding(*found)
+            said = finding(*found, statistic)
         else:
             said = "no pre-declared test set among its rows, no claim"
         sentences.append(f"{b} against {a} ({runs}): {said}.")
@@ -204,9 +205,11 @@ def answer_html(contrasts: pd.DataFrame, config: dict) -> str:
     )
     if contrasts.empty:
         return warning + "<p>No contrasts in this experiment (analysis.contrasts).</p>"
-    items = "".join(f"<li>{html.escape(s)}</li>" for s in answer(contrasts))
+    statistic = statistic_of(config)
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in answer(contrasts, statistic))
     glanced = f'<p class="glance">{html.escape(glance(contrasts))}</p>'
-    return warning + glanced + f"<ul>{items}</ul>" + '<p class="note">From the Contrasts table below.</p>'
+    source = f"From the Contrasts table below (its intervals and p: {statistic.name})."
+    return warning + glanced + f"<ul>{items}</ul>" + f'<p class="note">{html.escape(source)}</p>'
 
 
 SECTIONS = {  # anchor -> title, in the order of the report; figures and tables name theirs
@@ -311,10 +314,15 @@ report depends on them."""
 def reported(config: dict) -> dict:
     """The configuration as the report shows and records it: without RUN_ONLY's keys and
     README_ONLY's analysis settings, and without a training setting added later at the
-    value runs had before it (`runs.ADDED`), as a run's definition leaves it out: adding a
+    value runs had before it (`runs.ADDED`), as a run's definition leaves it out, nor an
+    analysis setting added later at the value reports had (ANALYSIS_ADDED): adding a
     setting changes no published report."""
     train = {k: v for k, v in config.get("train", {}).items() if k not in ADDED or v != ADDED[k]}
-    analysis = {k: v for k, v in config.get("analysis", {}).items() if k not in README_ONLY}
+    analysis = {
+        k: v
+        for k, v in config.get("analysis", {}).items()
+        if k not in README_ONLY and (k not in ANALYSIS_ADDED or v != ANALYSIS_ADDED[k])
+    }
     return (
         {key: value for key, value in config.items() if key not in RUN_ONLY}
         | ({"train": train} if "train" in config else {})

@@ -24,6 +24,10 @@ ADDED = {"precision": "fp32", "decay": "all"}
 """Training settings added after runs were first fingerprinted, with the value those runs
 had: a definition leaves a setting out at that value, so that adding it kept their
 fingerprints."""
+ANALYSIS_ADDED = {"statistic": "welch"}
+"""Analysis settings added after reports were first made, with the value those reports
+had: a report's configuration leaves a setting out at that value (`report.reported`), so
+that adding it changed no published report."""
 
 IDENTITY = ("model", "seed", "fingerprint")
 """What every per-run record holds, in a table's columns too."""

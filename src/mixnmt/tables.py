@@ -73,7 +73,7 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
     """Per contrast (B against A) and test set, with the training run as the unit: each
     model's runs and parameters without embeddings (millions: a contrast should change one
     thing, at about equal size), and per metric both models' mean score, B minus A with
-    Welch's 95% interval and p, its Holm-adjusted p and that of the two one-sided tests of
+    its 95% interval and p (by analysis.statistic), its Holm-adjusted p and that of the two one-sided tests of
     equivalence (adjusted together: `compare.holm`) with the number of hypotheses adjusted
     over, the minimum detectable effect of the test alone and at Holm's strictest level,
     and the verdict (the Holm columns in primary cells only; the rest say
@@ -112,8 +112,8 @@ METRIC_HEADERS = {  # per metric, under its name
     "a": "A",
     "b": "B",
     "delta": "B - A",
-    "ci": "95% interval (Welch)",
-    "p": "Welch p",
+    "ci": "95% interval",
+    "p": "p",
     "p_holm": "Holm p",
     "tost_p_holm": "equivalence Holm p",
     "hypotheses": "Holm over (hypotheses)",
@@ -376,7 +376,7 @@ class Table:
 
 TABLES: dict[str, Table] = {
     "contrasts": Table(
-        "each contrast B against A over runs: differences, Welch's intervals, Holm's verdicts",
+        "each contrast B against A over runs: differences, intervals (analysis.statistic), Holm's verdicts",
         contrasts,
         ("contrast_runs", "manifests"),
         "contrasts",

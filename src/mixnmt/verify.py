@@ -40,7 +40,7 @@ from mixnmt.lineage import records
 from mixnmt.paths import Layout, run
 from mixnmt.provenance import INPUTS_KEY
 from mixnmt.report import CONFIG_INPUT, ReportInputs, config_digest, markdown_scores, read_inputs, reported
-from mixnmt.runs import IDENTITY, fingerprint
+from mixnmt.runs import ANALYSIS_ADDED, IDENTITY, fingerprint
 from mixnmt.scoretable import aggregate, headline_numbers
 from mixnmt.tables import TABLES
 
@@ -397,11 +397,13 @@ class Verification:
                 return "its contrasts are not the configuration's analysis.contrasts"
             metric, testset = primary(self.config)
             wanted = metric if payload["testset"] == testset else None
-            if payload.get("primary") != wanted or payload["margin"] != analysis["equivalence"]:
+            statistic = payload.get("statistic", ANALYSIS_ADDED["statistic"])  # made before the setting
+            found = ", ".join(map(str, (payload.get("primary"), payload["margin"], statistic)))
+            configured = ", ".join(map(str, (wanted, analysis["equivalence"], analysis["statistic"])))
+            if found != configured:
                 return (
-                    f"primary metric {payload.get('primary')}, margin {payload['margin']}; the "
-                    f"configuration's (analysis.primary, analysis.equivalence): {wanted}, "
-                    f"{analysis['equivalence']}"
+                    f"primary metric, margin, statistic: {found}; the configuration's (analysis.primary, "
+                    f"analysis.equivalence, analysis.statistic): {configured}"
                 )
         return None
 

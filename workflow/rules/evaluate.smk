@@ -61,11 +61,13 @@ rule contrasts:
         resamples=config["analysis"]["bootstrap"],
         margin=config["analysis"]["equivalence"],
         primary=lambda w: primary_metric(w.testset),
+        statistic=config["analysis"]["statistic"],
         runs=RUNS,
     shell:
         "mixnmt contrasts --testset {wildcards.testset:q} --references {input.references:q}"
         " --pairs {params.pairs:q} --resamples {params.resamples} --margin {params.margin}"
-        " {params.primary:q} --runs {params.runs:q} --output {output:q} {params.translations:q}"
+        " {params.primary:q} --statistic {params.statistic:q} --runs {params.runs:q}"
+        " --output {output:q} {params.translations:q}"
         " 2> {log:q}"
 
 

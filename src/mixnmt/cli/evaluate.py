@@ -87,6 +87,11 @@ def contrasts_arguments(s: argparse.ArgumentParser) -> None:
         metavar="METRIC",
         help="the pre-declared metric (bleu or chrf) where this is the pre-declared test set",
     )
+    s.add_argument(
+        "--statistic",
+        required=True,
+        help="the test over runs (analysis.statistic; mixnmt.compare.STATISTICS)",
+    )
     s.add_argument("--output", type=Output, required=True, help="JSON")
     add_runs(s)
     s.add_argument(
@@ -105,7 +110,18 @@ def cmd_contrasts(a: argparse.Namespace) -> None:
     runs: dict[str, dict[int, Path]] = {}
     for (model, seed), path in a.translations.items():
         runs.setdefault(model, {})[seed] = path
-    contrasts(a.references, runs, a.pairs, a.resamples, a.margin, a.testset, a.output, a.primary, a.runs)
+    contrasts(
+        a.references,
+        runs,
+        a.pairs,
+        a.resamples,
+        a.margin,
+        a.testset,
+        a.output,
+        a.primary,
+        a.runs,
+        a.statistic,
+    )
 
 
 def lengths_arguments(s: argparse.ArgumentParser) -> None:
