@@ -118,6 +118,31 @@ def test_only_chunks_large_enough_to_repay_compiling_mix_in_compiled_code(monkey
     assert used == [(2, 3, 4)]
 
 
+def test_a_compiled_step_leaves_the_mixing_out_so_a_new_batch_size_compiles_nothing(monkeypatch):
+    """train.compile compiles `advance` with dynamic shapes; the mixing's chunks follow the
+    batch's shape, and traced into the step they were guarded on, so each batch size
+    compiled the step again until Dynamo's limit (the CPU study's latent-prior trained
+    compiled at 0.89x eager's tokens/s in speed.py, fp32). Left out, the step's graph serves
+    every size."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setattr(latent, "CHUNK_ELEMENTS", 2 * 3 * 50)  # a chunk of (B, c) = (2, 3)...
+    embeddings = torch.randn(50, 4)
+
+    @torch.compile(dynamic=True, backend="eager")
+    def step(log_prior: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        mixed, _ = latent.mixture_logprobs(log_prior.log_softmax(-1), torch.tanh(features), embeddings)
+        return mixed.exp().sum(-1)
+
+    torch._dynamo.reset()
+    counters.clear()
+    graphs = []
+    for b in (2, 3, 5, 7):  # ... (3, 2), (5, 1), (7, 1): other chunk sizes and counts
+        torch.testing.assert_close(step(torch.randn(b, 9), torch.randn(b, 9, 4)), torch.ones(b))
+        graphs.append(counters["stats"]["unique_graphs"])
+    assert graphs[-1] == graphs[1] > 0  # the first size compiles, dynamic shapes from the second
+
+
 @pytest.mark.parametrize(  # every variant; both length penalties on the first
     ("name", "length_penalty"), [(LATENT[0], 0.0), *((name, 1.0) for name in LATENT)]
 )

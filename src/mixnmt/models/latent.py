@@ -55,11 +55,14 @@ there, 3.5x at 3M on an AVX2 EPYC, forward); smaller ones eagerly (within 25% of
 which spares a small job, such as the tiny experiment's, 5-15 s of compiling."""
 
 
+@torch.compiler.disable
 def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) -> tuple[Tensor, Tensor]:
     """log p(v) = logsumexp_j(log a_j + log p(v|j)) (B, V) for the log prior (B, n) over n
     candidates with output features (B, n, d) and the output embeddings (V, d), taking the
     candidates in chunks (large ones compiled on the CPU); and each candidate's
-    log-normaliser (B, n)."""
+    log-normaliser (B, n). Left out of a compiled step (train.compile): its chunks' count
+    and size follow the batch's shape, so tracing it recompiled the step for each batch
+    until Dynamo's limit, and the chunks compile on their own."""
     b, n, _ = features.shape
     chunk = max(1, CHUNK_ELEMENTS // (b * embeddings.size(0)))
     large = b * min(chunk, n) * embeddings.size(0) >= COMPILED_ELEMENTS
