@@ -128,10 +128,13 @@ def test_a_compiled_step_leaves_the_mixing_out_so_a_new_batch_size_compiles_noth
 
     monkeypatch.setattr(latent, "CHUNK_ELEMENTS", 2 * 3 * 50)  # a chunk of (B, c) = (2, 3)...
     embeddings = torch.randn(50, 4)
+    model = model_for(LATENT[0])
+    model.compile_steps()
+    mixing = model.mixing  # as the compiled step calls it
 
     @torch.compile(dynamic=True, backend="eager")
     def step(log_prior: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-        mixed, _ = latent.mixture_logprobs(log_prior.log_softmax(-1), torch.tanh(features), embeddings)
+        mixed, _ = mixing(log_prior.log_softmax(-1), torch.tanh(features), embeddings)
         return mixed.exp().sum(-1)
 
     torch._dynamo.reset()

@@ -55,14 +55,11 @@ there, 3.5x at 3M on an AVX2 EPYC, forward); smaller ones eagerly (within 25% of
 which spares a small job, such as the tiny experiment's, 5-15 s of compiling."""
 
 
-@torch.compiler.disable
 def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) -> tuple[Tensor, Tensor]:
     """log p(v) = logsumexp_j(log a_j + log p(v|j)) (B, V) for the log prior (B, n) over n
     candidates with output features (B, n, d) and the output embeddings (V, d), taking the
     candidates in chunks (large ones compiled on the CPU); and each candidate's
-    log-normaliser (B, n). Left out of a compiled step (train.compile): its chunks' count
-    and size follow the batch's shape, so tracing it recompiled the step for each batch
-    until Dynamo's limit, and the chunks compile on their own."""
+    log-normaliser (B, n)."""
     b, n, _ = features.shape
     chunk = max(1, CHUNK_ELEMENTS // (b * embeddings.size(0)))
     large = b * min(chunk, n) * embeddings.size(0) >= COMPILED_ELEMENTS
@@ -73,6 +70,14 @@ def mixture_logprobs(log_prior: Tensor, features: Tensor, embeddings: Tensor) ->
         mixed = part if mixed is None else torch.logaddexp(mixed, part)
         normalisers.append(norm)
     return mixed, torch.cat(normalisers, 1)
+
+
+def untraced_mixing() -> Callable:
+    """`mixture_logprobs` as a compiled step calls it (train.compile): left out of the
+    step's graph, since its chunks' count and size follow the batch's shape, and traced
+    they recompiled the step for each batch size until Dynamo's limit; its chunks compile
+    on their own. Made when a step compiles: `torch.compiler.disable` imports Dynamo."""
+    return torch.compiler.disable(mixture_logprobs)
 
 
 def _mixed_chunk(log_prior: Tensor, features: Tensor, embeddings: Tensor) -> tuple[Tensor, Tensor]:
@@ -93,6 +98,7 @@ class Latent(Seq2Seq):
     analysis_axes = {"prior": ("target", "source"), "posterior": ("target", "source")}
     alignment = "posterior"  # q_tj: the position that best predicts the word written
     compiled_steps = ("advance",)
+    mixing = staticmethod(mixture_logprobs)  # `compile_steps` leaves it out of the graph
     # with learned candidates the weights' last axis is "candidate": the source positions
     # (`both`), then the K learned vectors
 
@@ -198,6 +204,10 @@ class Latent(Seq2Seq):
         positions = scores.topk(min(self.top_k, scores.size(1)), -1)[1]  # (B, k)
         return scores.gather(1, positions).log_softmax(-1), positions, scores.softmax(-1)  # renormalised
 
+    def compile_steps(self) -> None:
+        self.mixing = untraced_mixing()
+        super().compile_steps()
+
     def advance(self, state: State, y: Tensor) -> tuple[Tensor, State, State]:
         """One decoder step after y_{t-1} (B,): log p(y_t) (B, V), the new state, and how
         it mixed: the full prior over source positions (B, S), and of the n candidates
@@ -211,7 +221,7 @@ class Latent(Seq2Seq):
         log_prior, positions, a = self.prior(state, s)
         values = state["values"].gather(1, positions[..., None].expand(-1, -1, self.d_model))  # B h_j
         features = self.drop(torch.tanh(self.from_state(s)[:, None] + values + self.from_word(x)[:, None]))
-        logp, normalisers = mixture_logprobs(log_prior, features, self.tgt_embed.weight)
+        logp, normalisers = self.mixing(log_prior, features, self.tgt_embed.weight)
         mixing = {
             "log_prior": log_prior,
             "positions": positions,
