@@ -281,11 +281,11 @@ def contrasts_legend(config: dict[str, Any]) -> str:
         "The contrasts, B against A with the training run as the unit: the difference of the "
         f"models' mean scores over their runs and its 95% interval ({statistic.name}). Claims rest "
         f"on the pre-declared primary cell only, {primary_name(config)}, in bold: A or B better "
-        f"({statistic.p} adjusted by Holm's method over the contrasts, together with the equivalences' p), ≈ "
-        "equivalent within the margin (the two one-sided tests' p, adjusted with them), or ? "
-        "undecided, with the difference these runs would detect at 80% power at Holm's strictest "
-        "level, whatever the other contrasts show (simulated from the runs' spread). Every other "
-        "cell describes. "
+        f"({statistic.p} adjusted by Holm's method over the contrasts, together with the "
+        "equivalences' p), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
+        "with them), or ? undecided, with the difference these runs would detect at 80% power "
+        "at Holm's strictest level, whatever the other contrasts show (simulated from the runs' "
+        "spread). Every other cell describes. "
         '"What differs" lists every hyperparameter the two entries resolve to differently.'
     )
 

@@ -116,8 +116,9 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
 
 def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
     """What a contrast's primary cell says by its verdict: a difference with the p of the
-    contrasts' `statistic` and Holm's, equivalence within the margin with the two one-sided tests' Holm p, or
-    undecided with what these runs could detect at Holm's strictest level."""
+    contrasts' `statistic` and Holm's, equivalence within the margin with the two one-sided
+    tests' Holm p, or undecided with what these runs could detect at Holm's strictest
+    level."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
@@ -143,8 +144,8 @@ def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
 
 def answer(contrasts: pd.DataFrame, statistic: Statistic) -> list[str]:
     """The study's answer, one sentence per contrast (B against A), generated from the
-    contrast table's primary cells (tested by `statistic`) (nothing in it is written by hand); the other test
-    sets and metrics are descriptive and make no claim."""
+    contrast table's primary cells, tested by `statistic` (nothing in it is written by
+    hand); the other test sets and metrics are descriptive and make no claim."""
     sentences, pairs = [], contrasts.groupby(["a", "b"], sort=False)
     for (a, b), rows in pairs:
         found = primary_cell(rows)

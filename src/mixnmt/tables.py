@@ -73,12 +73,12 @@ def contrasts(contrast_runs: list[dict[str, Any]], manifests: list[dict[str, Any
     """Per contrast (B against A) and test set, with the training run as the unit: each
     model's runs and parameters without embeddings (millions: a contrast should change one
     thing, at about equal size), and per metric both models' mean score, B minus A with
-    its 95% interval and p (by analysis.statistic), its Holm-adjusted p and that of the two one-sided tests of
-    equivalence (adjusted together: `compare.holm`) with the number of hypotheses adjusted
-    over, the minimum detectable effect of the test alone and at Holm's strictest level,
-    and the verdict (the Holm columns in primary cells only; the rest say
-    "descriptive"), the secondary bootstrap of runs and sentences, and last sacreBLEU's
-    paired-bootstrap p of each seed (the test sentences' sampling only)."""
+    its 95% interval and p (by analysis.statistic), its Holm-adjusted p and that of the two
+    one-sided tests of equivalence (adjusted together: `compare.holm`) with the number of
+    hypotheses adjusted over, the minimum detectable effect of the test alone and at
+    Holm's strictest level, and the verdict (the Holm columns in primary cells only; the
+    rest say "descriptive"), the secondary bootstrap of runs and sentences, and last
+    sacreBLEU's paired-bootstrap p of each seed (the test sentences' sampling only)."""
     params = {m["model"]: round(m["params_no_embeddings"] / 1e6, 2) for m in manifests}
     rows = []
     for c in contrast_runs:
