@@ -1,6 +1,7 @@
 import dataclasses
 import errno
 import functools
+import itertools
 import json
 import math
 import os
@@ -10,6 +11,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -469,16 +471,27 @@ def test_decay_of_matrices_only_leaves_vectors_undecayed(name):
 
 def test_progress_at_the_terminal_counts_to_max_steps(files, capsys, monkeypatch):
     """Under Snakemake a job's standard output reaches the terminal: a line per model says
-    where it is, with the total and the time left that max_steps allows (not the epoch's)."""
+    where it is, with the total and the time left that max_steps allows (not the epoch's).
+    A line counts the step it follows: on a clock where each step takes a second, the
+    first line's speed is the first batch's tokens a second, not a step's tokens over no
+    time (4e12 tokens/s, "about 0 s left" at step 1 before)."""
     import mixnmt.train
 
+    clock = itertools.count()  # perf_counter: a second a call, so a second a step
+    monkeypatch.setattr(
+        mixnmt.train,
+        "time",
+        SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=time.monotonic),
+    )
     monkeypatch.setattr(mixnmt.train, "SHOW_EVERY", 0.0)  # a line every step, however few settle
     run(files, epochs=40, max_steps=5)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FAST} seed ")]
     steps = [int(line.split(", step ")[1].split("/")[0]) for line in lines]
-    assert steps == sorted(steps) and steps[-1] == 5 and all("/5, loss " in line for line in lines)
+    assert steps == [1, 2, 3, 4, 5, 5] and all("/5, loss " in line for line in lines)  # and validation's
     assert all(line.startswith(f"{FAST} seed 1: epoch 1/40, step ") for line in lines)  # 5 < one epoch
-    assert lines[-1].endswith("tokens/s, about 0 s left")
+    assert [line.split("tokens/s, ")[1] for line in lines[:5]] == [f"about {5 - s} s left" for s in steps[:5]]
+    speeds = [int(line.split(", ")[-2].split()[0]) for line in lines]
+    assert 0 < speeds[0] < 1000 and lines[-1].endswith("tokens/s, about 0 s left")  # tiny batches
 
 
 def affordable(name: str) -> bool:

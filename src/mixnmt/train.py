@@ -280,10 +280,10 @@ def train_epoch(trainer: Trainer, run: Run, state: StateFile, stop_requested: St
             if p.step % SETTLE_EVERY == 0 or due:
                 trainer.settle()
                 progress_bar.set_postfix(loss=f"{p.loss_sum / max(p.tokens, 1):.3f}", refresh=False)
+            p.add_time(time.perf_counter() - start)  # before the line, which counts this step
             if due:
                 print(progress_line(run.name, trainer, len(batches)), flush=True)
                 shown = time.monotonic()
-            p.add_time(time.perf_counter() - start)
             if sig := stop_requested():
                 stop(trainer, run, state, sig)
             if p.step % config.save_every == 0:
