@@ -767,6 +767,12 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
     )
     (paired,) = answer(contrast_rows([(1.5, "B better", 0.007)]), STATISTICS["paired"])
     assert paired.endswith("95% [+0.50 .. +2.50]; paired p=0.0012, Holm p=0.007).")  # the test it used
+    small = contrast_rows([(0.63, "B better", 0.00001)]).assign(chrf_tost_p_holm=0.0001)
+    (inside,) = answer(small, STATISTICS["paired"])  # a difference, and inside the margin
+    assert inside.endswith(
+        "(B - A +0.63, 95% [-0.37 .. +1.63]; paired p<0.0001, Holm p<0.001), by less than the margin "
+        "(TOST Holm p<0.001)."
+    )
     (lost,) = answer(contrast_rows([(-1.5, "A better", 0.007)]), welch)
     assert "small beats big in chrF on t0 by 1.50 points (B - A -1.50" in lost
     (open_,) = answer(contrast_rows([(0.3, "undecided", 0.4), (2.5, "descriptive", 0.001)]), welch)
@@ -814,6 +820,18 @@ def test_the_readmes_primary_cell_says_the_verdict_with_its_adjusted_p():
     assert contrast_cell(single.iloc[0], "chrf") == "**+0.30 [-0.70, +1.30] ?**"
     same = contrast_rows([(0.02, "equivalent (within 1)", 0.969)])
     assert contrast_cell(same.iloc[0], "chrf") == "**+0.02 [-0.98, +1.02] ≈, TOST Holm p=0.031**"
+    small = contrast_rows([(0.63, "B better", 0.0002)]).assign(chrf_tost_p_holm=0.02)
+    assert (
+        contrast_cell(small.iloc[0], "chrf")
+        == "**+0.63 [-0.37, +1.63] B and ≈, Holm p<0.001, TOST Holm p=0.020**"
+    )
+
+
+def test_a_p_value_too_small_to_print_says_so():
+    from mixnmt.report import p_text
+
+    assert [p_text(p) for p in (0.02, 0.0006, 0.0004, 0.0)] == ["p=0.020", "p=0.001", "p<0.001", "p<0.001"]
+    assert p_text(0.00004, 4) == "p<0.0001" and p_text(0.0012, 4) == "p=0.0012"
 
 
 def test_the_reports_first_line_counts_the_contrasts_verdicts():

@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 
 from mixnmt import MixnmtError
-from mixnmt.compare import statistic_of
+from mixnmt.compare import ALPHA, statistic_of
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, primary_cell
+from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, p_text, primary_cell
 from mixnmt.verify import configuration
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
@@ -80,16 +80,20 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
 
 def contrast_cell(row: pd.Series, metric: str) -> str:
     """B - A [Welch's 95% interval]; in the primary cell, in bold, also the verdict: A or
-    B better (with Holm's p), ≈ equivalent (with the two one-sided tests' Holm p), or ?
+    B better (with Holm's p; "and ≈" with the two one-sided tests' Holm p where the
+    difference lies inside the margin too), ≈ equivalent (with the two one-sided tests' Holm p), or ?
     undecided (with the difference these runs would detect at Holm's strictest level, where
     each model has more than one)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
     verdict = row[f"{metric}_verdict"]
     if verdict in ("A better", "B better"):
-        return f"**{cell} {verdict[0]}, Holm p={row[f'{metric}_p_holm']:.3f}**"
+        holm, tost = row[f"{metric}_p_holm"], row[f"{metric}_tost_p_holm"]
+        if tost < ALPHA:  # a difference, and inside the margin: both hypotheses rejected
+            return f"**{cell} {verdict[0]} and ≈, Holm {p_text(holm)}, TOST Holm {p_text(tost)}**"
+        return f"**{cell} {verdict[0]}, Holm {p_text(holm)}**"
     if verdict.startswith("equivalent"):
-        return f"**{cell} ≈, TOST Holm p={row[f'{metric}_tost_p_holm']:.3f}**"
+        return f"**{cell} ≈, TOST Holm {p_text(row[f'{metric}_tost_p_holm'])}**"
     if verdict == "undecided":
         detects = row[f"{metric}_mde_holm"]
         return f"**{cell} ?**" + ("" if pd.isna(detects) else f" (detects {detects:.1f})")
@@ -282,10 +286,11 @@ def contrasts_legend(config: dict[str, Any]) -> str:
         f"models' mean scores over their runs and its 95% interval ({statistic.name}). Claims rest "
         f"on the pre-declared primary cell only, {primary_name(config)}, in bold: A or B better "
         f"({statistic.p} adjusted by Holm's method over the contrasts, together with the "
-        "equivalences' p), ≈ equivalent within the margin (the two one-sided tests' p, adjusted "
-        "with them), or ? undecided, with the difference these runs would detect at 80% power "
-        "at Holm's strictest level, whatever the other contrasts show (simulated from the runs' "
-        "spread). Every other cell describes. "
+        'equivalences\' p; "and ≈" where the two one-sided tests put the difference inside '
+        "the margin too: a difference, and a small one), ≈ equivalent within the margin (the "
+        "two one-sided tests' p, adjusted with them), or ? undecided, with the difference "
+        "these runs would detect at 80% power at Holm's strictest level, whatever the other "
+        "contrasts show (simulated from the runs' spread). Every other cell describes. "
         '"What differs" lists every hyperparameter the two entries resolve to differently.'
     )
 
@@ -422,8 +427,9 @@ def claims_block(results: Path, root: Path) -> str:
         "bold, by the experiment's test (Welch: Welch's t over each model's runs; paired: the "
         "paired t over the seeds, a seed's two runs a pair), with its verdict: A or B better "
         "(the test's p adjusted by Holm's method over the experiment's contrasts, together with "
-        "the equivalences' p), ≈ equivalent within the margin, or ? undecided, with the "
-        "difference these runs would detect at 80% power at Holm's strictest level. \"What "
+        'the equivalences\' p; "and ≈" where the difference lies inside the margin too), ≈ '
+        "equivalent within the margin, or ? undecided, with the difference these runs would "
+        "detect at 80% power at Holm's strictest level. \"What "
         'differs" begins the list of every hyperparameter the two entries resolve to '
         "differently, which each experiment's section gives whole.\n\n"
     ) + markdown_table(claims_table(studies, sections))

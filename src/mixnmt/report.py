@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mixnmt.compare import Statistic, statistic_of
+from mixnmt.compare import ALPHA, Statistic, statistic_of
 from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
@@ -46,12 +46,18 @@ def count(n: float) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
 
 
+def p_text(p: float, digits: int = 3) -> str:
+    """A p-value as "p=0.020", or as "p<0.001" where it would round to zero at `digits`."""
+    floor = 10.0**-digits
+    return f"p<{floor:.{digits}f}" if p < floor / 2 else f"p={p:.{digits}f}"
+
+
 def format_score(row: pd.Series, key: str) -> str:
     """A metric as "score ± 95% interval (p=...)"; no p for the baseline itself."""
     if pd.isna(row.get(f"{key}_ci")):
         return f"{row[key]:.2f}"
     p = row[f"{key}_p"]
-    return f"{row[key]:.2f} ± {row[f'{key}_ci']:.2f}" + ("" if pd.isna(p) else f" (p={p:.3f})")
+    return f"{row[key]:.2f} ± {row[f'{key}_ci']:.2f}" + ("" if pd.isna(p) else f" ({p_text(p)})")
 
 
 def display_scores(table: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +122,8 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
 
 def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
     """What a contrast's primary cell says by its verdict: a difference with the p of the
-    contrasts' `statistic` and Holm's, equivalence within the margin with the two one-sided
+    contrasts' `statistic` and Holm's (and where the two one-sided tests put it inside the
+    margin too, a small one, with their Holm p), equivalence within the margin with the two one-sided
     tests' Holm p, or undecided with what these runs could detect at Holm's strictest
     level."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
@@ -126,18 +133,21 @@ def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
         return f"{where}: B - A {delta:+.2f} from one run of a model, no claim"
     if verdict in ("A better", "B better"):
         winner, loser = (b, a) if verdict == "B better" else (a, b)
+        tost = row[f"{metric}_tost_p_holm"]
+        small = f", by less than the margin (TOST Holm {p_text(tost)})" if tost < ALPHA else ""
         return (
             f"{winner} beats {loser} in {where} by {abs(delta):.2f} points (B - A {delta:+.2f}, "
-            f"95% [{ci}]; {statistic.label} p={row[f'{metric}_p']:.4f}, Holm p={row[f'{metric}_p_holm']:.3f})"
+            f"95% [{ci}]; {statistic.label} {p_text(row[f'{metric}_p'], 4)}, "
+            f"Holm {p_text(row[f'{metric}_p_holm'])}){small}"
         )
     if verdict.startswith("equivalent"):
         return (
             f"{a} and {b} are {verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]; "
-            f"TOST Holm p={row[f'{metric}_tost_p_holm']:.3f})"
+            f"TOST Holm {p_text(row[f'{metric}_tost_p_holm'])})"
         )
     return (
         f"{where} cannot tell {a} and {b} apart (B - A {delta:+.2f}, 95% [{ci}], Holm "
-        f"p={row[f'{metric}_p_holm']:.3f}); these runs would detect {row[f'{metric}_mde_holm']:.2f} "
+        f"{p_text(row[f'{metric}_p_holm'])}); these runs would detect {row[f'{metric}_mde_holm']:.2f} "
         "points at 80% power, whatever the other contrasts show"
     )
 
