@@ -81,9 +81,9 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
 def contrast_cell(row: pd.Series, metric: str) -> str:
     """B - A [Welch's 95% interval]; in the primary cell, in bold, also the verdict: A or
     B better (with Holm's p; "and ≈" with the two one-sided tests' Holm p where the
-    difference lies inside the margin too), ≈ equivalent (with the two one-sided tests' Holm p), or ?
-    undecided (with the difference these runs would detect at Holm's strictest level, where
-    each model has more than one)."""
+    difference lies inside the margin too), ≈ equivalent (with the two one-sided tests'
+    Holm p), or ? undecided (with the difference these runs would detect at Holm's
+    strictest level, where each model has more than one)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
     verdict = row[f"{metric}_verdict"]
@@ -429,9 +429,9 @@ def claims_block(results: Path, root: Path) -> str:
         "(the test's p adjusted by Holm's method over the experiment's contrasts, together with "
         'the equivalences\' p; "and ≈" where the difference lies inside the margin too), ≈ '
         "equivalent within the margin, or ? undecided, with the difference these runs would "
-        "detect at 80% power at Holm's strictest level. \"What "
-        'differs" begins the list of every hyperparameter the two entries resolve to '
-        "differently, which each experiment's section gives whole.\n\n"
+        'detect at 80% power at Holm\'s strictest level. "What differs" begins the list of '
+        "every hyperparameter the two entries resolve to differently, which each experiment's "
+        "section gives whole.\n\n"
     ) + markdown_table(claims_table(studies, sections))
 
 

@@ -122,10 +122,10 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
 
 def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
     """What a contrast's primary cell says by its verdict: a difference with the p of the
-    contrasts' `statistic` and Holm's (and where the two one-sided tests put it inside the
-    margin too, a small one, with their Holm p), equivalence within the margin with the two one-sided
-    tests' Holm p, or undecided with what these runs could detect at Holm's strictest
-    level."""
+    contrasts' `statistic` and Holm's (where the two one-sided tests put it inside the
+    margin too, a small one, with their Holm p), equivalence within the margin with the
+    two one-sided tests' Holm p, or undecided with what these runs could detect at Holm's
+    strictest level."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
     verdict = row[f"{metric}_verdict"]
