@@ -389,7 +389,9 @@ def runs_of(tmp_path, **seeds_of: list[list[str]]) -> dict:
 def test_a_contrast_that_every_run_shows_is_a_difference_in_the_primary_metric(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, base=[WORSE, WORSE, WORSE], good=[GOOD, GOOD, GOOD])
-    result = contrasts(refs, runs, [("base", "good")], 200, 0.5, "t", tmp_path / "c.json", primary="bleu")
+    result = contrasts(
+        refs, runs, [("base", "good")], 200, 0.5, "t", tmp_path / "c.json", primary="bleu", statistic="welch"
+    )
     (row,) = result["contrasts"]
     assert (row["a"], row["b"], row["seeds_a"], row["seeds_b"]) == ("base", "good", 3, 3)
     assert (
@@ -401,9 +403,19 @@ def test_a_contrast_that_every_run_shows_is_a_difference_in_the_primary_metric(t
     # chrF is not the primary metric: described, not judged
     assert row["chrf_delta"] > 0 and row["chrf_p_holm"] is None and row["chrf_verdict"] == "descriptive"
     with pytest.raises(MixnmtError, match="analysis.contrasts: 'nope' is not one of the systems"):
-        contrasts(refs, runs, [("base", "nope")], 10, 0.5, "t", tmp_path / "x.json")
+        contrasts(refs, runs, [("base", "nope")], 10, 0.5, "t", tmp_path / "x.json", statistic="welch")
     with pytest.raises(MixnmtError, match="analysis.primary.metric: expected one of bleu, chrf, got 'ter'"):
-        contrasts(refs, runs, [("base", "good")], 10, 0.5, "t", tmp_path / "x.json", primary="ter")
+        contrasts(
+            refs,
+            runs,
+            [("base", "good")],
+            10,
+            0.5,
+            "t",
+            tmp_path / "x.json",
+            primary="ter",
+            statistic="welch",
+        )
     assert not (tmp_path / "x.json").exists()
 
 
@@ -430,8 +442,19 @@ def test_a_contrasts_numbers_do_not_depend_on_the_contrasts_before_it(tmp_path):
     moved the bootstrap interval and p of each contrast after it."""
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, base=[WORSE, GOOD, WORSE], good=[GOOD, WORSE, GOOD], other=[GOOD, GOOD])
-    alone = contrasts(refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "1.json", "bleu")
-    after = contrasts(refs, runs, [("other", "good"), ("base", "good")], 50, 0.5, "t", tmp_path / "2.json")
+    alone = contrasts(
+        refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "1.json", "bleu", statistic="welch"
+    )
+    after = contrasts(
+        refs,
+        runs,
+        [("other", "good"), ("base", "good")],
+        50,
+        0.5,
+        "t",
+        tmp_path / "2.json",
+        statistic="welch",
+    )
     (row,), (_, same) = alone["contrasts"], after["contrasts"]
     judged = ("p_holm", "tost_p_holm", "hypotheses", "mde_holm", "verdict")  # Holm's family differs
     assert {k: v for k, v in row.items() if not k.endswith(judged)} == {
@@ -443,7 +466,9 @@ def test_a_contrasts_numbers_do_not_depend_on_the_contrasts_before_it(tmp_path):
 def test_a_test_set_that_is_not_the_primary_one_is_descriptive(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, base=[WORSE, WORSE], good=[GOOD, GOOD])
-    (row,) = contrasts(refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "c.json")["contrasts"]
+    (row,) = contrasts(refs, runs, [("base", "good")], 50, 0.5, "t", tmp_path / "c.json", statistic="welch")[
+        "contrasts"
+    ]
     assert row["bleu_verdict"] == row["chrf_verdict"] == "descriptive" and row["bleu_p"] == 0
 
 
@@ -452,7 +477,9 @@ def test_runs_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_
     while the runs disagree on the sign."""
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, a=[GOOD, WORSE, GOOD, WORSE], b=[WORSE, GOOD, WORSE, GOOD])
-    (row,) = contrasts(refs, runs, [("a", "b")], 300, 0.5, "t", tmp_path / "c.json", "bleu")["contrasts"]
+    (row,) = contrasts(
+        refs, runs, [("a", "b")], 300, 0.5, "t", tmp_path / "c.json", "bleu", statistic="welch"
+    )["contrasts"]
     assert row["bleu_low"] < 0 < row["bleu_high"] and row["bleu_verdict"] == "undecided"
     assert row["bleu_p"] > 0.5 and row["bleu_mde"] > abs(row["bleu_delta"])
     # one contrast: Holm's strictest level is 5% itself; the descriptive metric has none
@@ -463,12 +490,16 @@ def test_runs_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_
 def test_identical_runs_are_equivalent_within_the_margin_and_one_run_decides_nothing(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, a=[HYPS, HYPS], b=[HYPS, HYPS])
-    (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]
+    (row,) = contrasts(
+        refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf", statistic="welch"
+    )["contrasts"]
     assert row["chrf_delta"] == 0 and row["chrf_p_holm"] == 1
     assert row["chrf_boot_p"] == row["bleu_boot_p"] == 1  # every draw is 0: no p-value above 1
     assert row["chrf_verdict"] == "equivalent (within 0.5)"
     runs = runs_of(tmp_path, a=[HYPS], b=[GOOD])
-    (row,) = contrasts(refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf")["contrasts"]
+    (row,) = contrasts(
+        refs, runs, [("a", "b")], 100, 0.5, "t", tmp_path / "c.json", "chrf", statistic="welch"
+    )["contrasts"]
     assert row["chrf_delta"] > 0 and row["chrf_p"] is None and row["chrf_mde"] is row["chrf_mde_holm"] is None
     assert row["chrf_verdict"] == "undecided"
 
@@ -508,7 +539,7 @@ def test_the_detectable_difference_is_found_by_welchs_test_at_the_stated_power(r
     from mixnmt.compare import ALPHA, POWER, detectable
 
     a, b = [24.28, 23.34, 24.13, 23.9, 24.6], [21.69, 22.95, 23.04, 22.5, 23.6][:runs_b]
-    figures = detectable(a, b, tests=6)
+    figures = detectable(a, b, tests=6, statistic="welch")
     sd_a, sd_b, rng, studies = np.std(a, ddof=1), np.std(b, ddof=1), np.random.default_rng(7), 20000
 
     def found(difference: float, level: float) -> float:
@@ -522,12 +553,12 @@ def test_the_detectable_difference_is_found_by_welchs_test_at_the_stated_power(r
     t = stats.t((va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)))
     shift = (t.ppf(1 - ALPHA / 12) + t.ppf(POWER)) * (va + vb) ** 0.5
     assert shift < figures["mde_holm"] and found(shift, ALPHA / 6) < POWER - 0.03
-    assert detectable(a, b, tests=6) == figures  # seeded: the same runs, the same figure
-    assert detectable(a * 4, b * 6)["mde"] < figures["mde"] / 2  # more runs detect less
-    assert detectable(a, b, tests=1)["mde_holm"] == figures["mde"]  # a family of one
-    assert np.isnan(detectable(a, b)["mde_holm"])  # no family given: a descriptive cell
-    assert all(np.isnan(v) for v in detectable(a, b[:1], tests=6).values())  # one run
-    assert detectable([2.0, 2.0], [1.0, 1.0], tests=6) == {"mde": 0.0, "mde_holm": 0.0}
+    assert detectable(a, b, tests=6, statistic="welch") == figures  # seeded: the same runs, the same figure
+    assert detectable(a * 4, b * 6, statistic="welch")["mde"] < figures["mde"] / 2  # more runs detect less
+    assert detectable(a, b, tests=1, statistic="welch")["mde_holm"] == figures["mde"]  # a family of one
+    assert np.isnan(detectable(a, b, statistic="welch")["mde_holm"])  # no family given: a descriptive cell
+    assert all(np.isnan(v) for v in detectable(a, b[:1], tests=6, statistic="welch").values())  # one run
+    assert detectable([2.0, 2.0], [1.0, 1.0], tests=6, statistic="welch") == {"mde": 0.0, "mde_holm": 0.0}
 
 
 def test_the_paired_t_is_scipys_related_samples_t_test_with_its_interval():
@@ -572,7 +603,7 @@ def test_pairing_the_runs_of_a_seed_removes_the_seeds_spread_from_the_test():
     assert matched["high"] - matched["low"] < (unpaired["high"] - unpaired["low"]) / 3
     assert matched["p"] < 0.05 < unpaired["p"]
     figures = detectable(a, b, tests=2, statistic="paired")
-    assert figures["mde"] < detectable(a, b, tests=2)["mde"] / 3
+    assert figures["mde"] < detectable(a, b, tests=2, statistic="welch")["mde"] / 3
     sd, studies = np.std(np.subtract(b, a), ddof=1), 20000
 
     def found(difference: float, level: float) -> float:
@@ -593,7 +624,7 @@ def test_the_paired_contrast_needs_the_same_seeds_of_both_models_and_says_which_
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, base=[WORSE, GOOD, WORSE], good=[GOOD, GOOD, [*GOOD[:2], "Kind ."]])
     found = contrasts(
-        refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "c.json", "chrf", None, "paired"
+        refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "c.json", "chrf", statistic="paired"
     )
     assert found["statistic"] == "paired" and json.loads((tmp_path / "c.json").read_text()) == found
     (row,) = found["contrasts"]
@@ -605,16 +636,19 @@ def test_the_paired_contrast_needs_the_same_seeds_of_both_models_and_says_which_
     }
     assert row["chrf_p"] == round(stats.ttest_rel(chrf["good"], chrf["base"]).pvalue, 4)
     assert (
-        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "w.json")["statistic"] == "welch"
+        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "w.json", statistic="welch")[
+            "statistic"
+        ]
+        == "welch"
     )
     del runs["good"][3]
     with pytest.raises(
         MixnmtError,
         match=r"analysis.statistic: paired needs the same seeds of base \(1 2 3\) and good \(1 2\)",
     ):
-        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "p.json", None, None, "paired")
+        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "p.json", statistic="paired")
     with pytest.raises(MixnmtError, match="analysis.statistic: expected one of welch, paired, got 'sign'"):
-        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "p.json", None, None, "sign")
+        contrasts(refs, runs, [("base", "good")], 50, 1.0, "t", tmp_path / "p.json", statistic="sign")
     assert not (tmp_path / "p.json").exists()
 
 
@@ -628,7 +662,8 @@ def test_the_published_k64_against_k0_contrast_is_not_declared_a_difference():
     assert all(b < a for a, b in zip(k0, k64))
     level = welch(k0, k64, 1.0)
     assert level["delta"] == pytest.approx(-1.357, abs=0.001) and level["p"] > 0.05
-    assert level["low"] < 0 < level["high"] and detectable(k0, k64)["mde"] > abs(level["delta"])
+    mde = detectable(k0, k64, statistic="welch")["mde"]
+    assert level["low"] < 0 < level["high"] and mde > abs(level["delta"])
 
 
 def null_runs(rng: np.random.Generator, runs: int, sentences: np.ndarray) -> np.ndarray:

@@ -176,7 +176,7 @@ def _simulated_paired(a: list[float], b: list[float], rng: np.random.Generator) 
 
 
 def detectable(
-    a: list[float], b: list[float], tests: int | None = None, statistic: str = "welch"
+    a: list[float], b: list[float], tests: int | None = None, *, statistic: str
 ) -> dict[str, float]:
     """The minimum detectable effect: the true difference B - A that the `statistic`'s
     test at two-sided ALPHA finds, with its sign, in POWER of DRAWS simulated studies with
@@ -340,7 +340,8 @@ def contrasts(
     output: Path,
     primary: str | None = None,
     expected: dict[str, str] | None = None,
-    statistic: str = "welch",
+    *,
+    statistic: str,
 ) -> dict:
     """Each contrast (A, B) of the study on one test set, over every run's translations
     (`runs`: model -> seed -> path): per metric, B's score minus A's as the difference of
@@ -437,7 +438,7 @@ def _described(
         row[side] = round(float(np.mean(values)), 2)
         row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
     level = STATISTICS[statistic].test(scores["a"], scores["b"], margin)
-    level |= detectable(scores["a"], scores["b"], tests, statistic)
+    level |= detectable(scores["a"], scores["b"], tests, statistic=statistic)
     level |= bootstrap_runs(a, b, metric, resamples, rng)
     return row | {k: _rounded(k, v) for k, v in level.items()}
 

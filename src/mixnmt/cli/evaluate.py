@@ -120,7 +120,7 @@ def cmd_contrasts(a: argparse.Namespace) -> None:
         a.output,
         a.primary,
         a.runs,
-        a.statistic,
+        statistic=a.statistic,
     )
 
 
