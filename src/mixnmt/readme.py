@@ -79,11 +79,11 @@ def scores_table(scores: pd.DataFrame, models: list[str], testsets: list[str]) -
 
 
 def contrast_cell(row: pd.Series, metric: str) -> str:
-    """B - A [Welch's 95% interval]; in the primary cell, in bold, also the verdict: A or
-    B better (with Holm's p; "and ≈" with the two one-sided tests' Holm p where the
-    difference lies inside the margin too), ≈ equivalent (with the two one-sided tests'
-    Holm p), or ? undecided (with the difference these runs would detect at Holm's
-    strictest level, where each model has more than one)."""
+    """B - A [its 95% interval, by the experiment's test]; in the primary cell, in bold,
+    also the verdict: A or B better (with Holm's p; "and ≈" with the two one-sided tests'
+    Holm p where the difference lies inside the margin too), ≈ equivalent (with the two
+    one-sided tests' Holm p), or ? undecided (with the difference these runs would detect
+    at Holm's strictest level, where each model has more than one)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
     verdict = row[f"{metric}_verdict"]
