@@ -15,7 +15,9 @@ import pytest
 import yaml
 
 from conftest import CONFIG, ROOT, published
+from mixnmt import plots
 from mixnmt.config import fingerprints, load
+from mixnmt.provenance import drawn_from
 from mixnmt.verify import verify
 
 MIRROR = ROOT.parent / "shared" / "data" / "multi30k"
@@ -207,15 +209,18 @@ def test_the_published_results_are_the_ones_their_tables_give(folder, monkeypatc
 def test_the_readmes_claims_are_every_published_contrast_as_its_table_gives_it(monkeypatch):
     """The README's Results is the claims table, one row per contrast of every experiment
     docs/results.md publishes (every results folder in git, none else), each with the bold
-    cell of that experiment's own table; the experiments' full results stay out of it."""
+    cell of that experiment's own table, and their figure is drawn from those cells; the
+    experiments' full results stay out of it."""
     from mixnmt.files import read_table
-    from mixnmt.readme import BEGIN, claims_table, contrasts_table, publishes, rewrite_claims
+    from mixnmt.readme import BEGIN, claims_table, contrasts_table, publishes, redraw_claims, rewrite_claims
     from mixnmt.verify import configuration
 
     monkeypatch.chdir(ROOT)
     results, readme = ROOT / "docs/results.md", (ROOT / "README.md").read_text()
     assert sorted(publishes(results.read_text())) == [folder.name for folder in published()]
-    assert rewrite_claims(ROOT / "README.md", results, ROOT / "results", check=True)
+    figure = ROOT / "docs/claims.png"
+    assert rewrite_claims(ROOT / "README.md", results, ROOT / "results", figure, check=True)
+    assert redraw_claims(figure, results, ROOT / "results", check=True)
     assert BEGIN.split("{")[0] not in readme
     studies = {folder: configuration(folder, []) for folder in published()}
     claims = claims_table(studies)
@@ -287,24 +292,33 @@ def test_each_claims_experiment_links_to_the_section_that_publishes_it():
 
 def test_readme_check_names_the_stale_file_in_one_line_and_rewriting_mends_it(tmp_path):
     """`mixnmt readme --check` refuses claims that are not the tables' (one line naming the
-    README, nothing rewritten); without --check it writes them, and the check then passes."""
-    readme, results = tmp_path / "README.md", tmp_path / "results.md"
+    README, nothing rewritten); without --check it writes them and draws their figure, and
+    the check then passes, until the figure is drawn from anything else (one line naming
+    it)."""
+    readme, results, figure = tmp_path / "README.md", tmp_path / "results.md", tmp_path / "docs/claims.png"
     results.write_text((ROOT / "docs/results.md").read_text())
     stale = (ROOT / "README.md").read_text().replace("chrF 2016 | **", "chrF 2016 | **+9.99 ", 1)
     readme.write_text(stale)
     command = [
         Path(sys.executable).parent / "mixnmt", "readme", "results/multi30k-cpu",
-        "--results", results, "--readme", readme,
+        "--results", results, "--readme", readme, "--figure", figure,
     ]  # fmt: skip
     checked = subprocess.run([*command, "--check"], cwd=ROOT, capture_output=True, text=True)
     assert checked.returncode == 1 and checked.stderr == (
         f"mixnmt readme: error: {readme}: the claims are not the ones the tables of {results}'s "
         "experiments give; run mixnmt readme\n"
     )
-    assert readme.read_text() == stale
+    assert readme.read_text() == stale and not figure.exists()
     subprocess.run(command, cwd=ROOT, check=True)
     assert readme.read_text() == (ROOT / "README.md").read_text()
+    assert drawn_from(figure) == drawn_from(ROOT / "docs/claims.png")
     assert subprocess.run([*command, "--check"], cwd=ROOT).returncode == 0
+    plots.save(plots.empty("drawn from something else"), figure, {"claims": "0" * 64})
+    checked = subprocess.run([*command, "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert checked.returncode == 1 and checked.stderr == (
+        f"mixnmt readme: error: {figure}: not drawn from the claims of {results}'s experiments; "
+        "run mixnmt readme\n"
+    )
 
 
 def test_the_readme_says_how_long_each_model_trained_and_what_one_seed_is():

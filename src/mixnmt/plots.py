@@ -532,3 +532,44 @@ def cost(cost: pd.DataFrame) -> Figure:
         ax.set_xlabel(label)
     axes[0].set_ylabel(f"BLEU ({cost.testset.iloc[0]})" if len(cost) else "BLEU")
     return fig
+
+
+VERDICTS = {  # how the claims figure marks each kind of verdict: (label, colour, filled)
+    "difference": ("a difference (A or B better)", OKABE_ITO[4], True),
+    "small difference": ("a difference inside the margin (and ≈)", OKABE_ITO[5], True),
+    "equivalent": ("equivalent within the margin (≈)", OKABE_ITO[3], True),
+    "undecided": ("undecided (?)", OKABE_ITO[7], False),
+}
+
+
+def claims(points: pd.DataFrame) -> Figure:
+    """The README's claims at a glance: per contrast (a row of `points`: label,
+    experiment, delta, lo, hi, margin, kind, the key of VERDICTS), B - A with its 95%
+    interval in its pre-declared cell, the equivalence margin shaded, marked by verdict;
+    a rule between experiments; `empty` without a claim."""
+    if points.empty:
+        return empty("No published experiment makes a claim yet.")
+    n = len(points)
+    fig, ax = plt.subplots(figsize=(12, 1.4 + 0.34 * n), layout="constrained")
+    ys = np.arange(n)
+    for y, row in zip(ys, points.itertuples()):
+        ax.fill_betweenx([y - 0.5, y + 0.5], -row.margin, row.margin, color="#e8e8e8", lw=0)
+        _, color, filled = VERDICTS[row.kind]
+        ax.plot([row.lo, row.hi], [y, y], color=color, lw=2)
+        ax.plot(row.delta, y, "o", ms=7, color=color, mfc=color if filled else "white")
+    for y in ys[1:][points.experiment.values[1:] != points.experiment.values[:-1]]:
+        ax.axhline(y - 0.5, color="#bbbbbb", lw=0.6)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, points.label)
+    ax.set_ylim(n - 0.5, -0.5)
+    right = ax.secondary_yaxis("right")
+    right.set_yticks(ys, points.experiment, fontsize=8, color="#555555")
+    right.spines["right"].set_visible(False)
+    right.tick_params(length=0)
+    cells = points.cell.unique()
+    cell = cells[0] if len(cells) == 1 else "each row's pre-declared cell"
+    ax.set_xlabel(f"B - A, {cell} (points); shaded: the equivalence margin")
+    shown = [VERDICTS[kind] for kind in VERDICTS if kind in set(points.kind)]
+    handles = [Line2D([], [], color=c, marker="o", mfc=c if filled else "white") for _, c, filled in shown]
+    fig.legend(handles, [label for label, _, _ in shown], loc="outside lower center", ncols=4, frameon=False)
+    return fig

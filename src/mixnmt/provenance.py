@@ -3,6 +3,7 @@ which files: what a figure or the report records of its inputs (`made_from`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -71,3 +72,16 @@ that line in its place."""
 def made_from(paths: list[str | Path]) -> dict[str, str]:
     """{path: sha256} of the files something was made from, in a fixed order."""
     return {str(path): sha256sum(path) for path in sorted(set(map(str, paths)))}
+
+
+def drawn_from(png: str | Path) -> dict[str, str] | None:
+    """What a figure's PNG records it was drawn from (INPUTS_KEY); None where it records
+    nothing or does not exist."""
+    from PIL import Image  # with matplotlib: only here
+
+    try:
+        with Image.open(png) as image:
+            text = image.text.get(INPUTS_KEY)
+    except FileNotFoundError:
+        return None
+    return None if text is None else json.loads(text)

@@ -5,18 +5,22 @@ markers, and `mixnmt readme --check` (and the tests) compare."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from mixnmt import MixnmtError
-from mixnmt.compare import ALPHA, statistic_of
+from mixnmt.compare import statistic_of
 from mixnmt.config import primary, selected
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
-from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, p_text, primary_cell
+from mixnmt.provenance import drawn_from
+from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, p_text, primary_cell, verdict_kind
 from mixnmt.verify import configuration
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
@@ -86,15 +90,15 @@ def contrast_cell(row: pd.Series, metric: str) -> str:
     at Holm's strictest level, where each model has more than one)."""
     ci = row[f"{metric}_ci"]
     cell = f"{row[f'{metric}_delta']:+.2f}" + (f" [{ci.replace(' .. ', ', ')}]" if ci else "")
-    verdict = row[f"{metric}_verdict"]
-    if verdict in ("A better", "B better"):
-        holm, tost = row[f"{metric}_p_holm"], row[f"{metric}_tost_p_holm"]
-        if tost < ALPHA:  # a difference, and inside the margin: both hypotheses rejected
-            return f"**{cell} {verdict[0]} and ≈, Holm {p_text(holm)}, TOST Holm {p_text(tost)}**"
+    verdict, kind = row[f"{metric}_verdict"], verdict_kind(row, metric)
+    holm, tost = row[f"{metric}_p_holm"], row[f"{metric}_tost_p_holm"]
+    if kind == "small difference":  # both hypotheses rejected
+        return f"**{cell} {verdict[0]} and ≈, Holm {p_text(holm)}, TOST Holm {p_text(tost)}**"
+    if kind == "difference":
         return f"**{cell} {verdict[0]}, Holm {p_text(holm)}**"
-    if verdict.startswith("equivalent"):
-        return f"**{cell} ≈, TOST Holm {p_text(row[f'{metric}_tost_p_holm'])}**"
-    if verdict == "undecided":
+    if kind == "equivalent":
+        return f"**{cell} ≈, TOST Holm {p_text(tost)}**"
+    if kind == "undecided":
         detects = row[f"{metric}_mde_holm"]
         return f"**{cell} ?**" + ("" if pd.isna(detects) else f" (detects {detects:.1f})")
     return cell
@@ -379,47 +383,83 @@ def in_short(differences: str) -> str:
     return "; ".join(items[:2]) + (f"; and {len(items) - 2} more" if len(items) > 2 else "")
 
 
-def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] | None = None) -> pd.DataFrame:
-    """Every contrast of the published experiments (their folders and configurations), one
-    row each: the experiment (a link to its section of docs/results.md where `sections`
-    gives its anchor, `anchors`), how long and in what precision it trained, the two
-    models, what differs, the runs, the pre-declared cell as the experiment's table gives
-    it, and its test (analysis.statistic)."""
-    rows = []
+def claimed(studies: dict[Path, dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, pd.Series, str]]:
+    """Every contrast of the published experiments (their folders and configurations) that
+    makes a claim, in order: the experiment's configuration, how long and in what
+    precision it trained, and the pre-declared cell's row of its table and metric."""
     for folder, config in studies.items():
         layout, train = Layout(str(folder)), config["train"]
         epochs = epochs_run(layout, config, selected(config))
         budget = "" if all(n == train["epochs"] for n in epochs.values()) else "at most "
+        trained = f"{budget}{train['epochs']} epochs, {train['precision']}"
+        contrasts = read_table(layout.table("contrasts"))
+        for _, pair in contrasts.groupby(["a", "b"], sort=False):
+            found = primary_cell(pair)
+            if found is not None:  # else every cell descriptive: no claim
+                yield config, trained, *found
+
+
+def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per contrast of `claimed`: the experiment (a link to its section of
+    docs/results.md where `sections` gives its anchor, `anchors`), how long and in what
+    precision it trained, the two models, what differs, the runs, the pre-declared cell as
+    the experiment's table gives it, and its test (analysis.statistic)."""
+    rows = []
+    for config, trained, row, metric in claimed(studies):
         name = f"`{config['experiment']}`"
         if sections:
             name = f"[{name}](docs/results.md#{sections[config['experiment']]})"
-        contrasts = read_table(layout.table("contrasts"))
-        for (a, b), pair in contrasts.groupby(["a", "b"], sort=False):
-            found = primary_cell(pair)
-            if found is None:  # every cell descriptive: no claim
-                continue
-            row, metric = found
-            rows.append(
-                {
-                    "experiment": name,
-                    "trained": f"{budget}{train['epochs']} epochs, {train['precision']}",
-                    "A": f"`{a}`",
-                    "B": f"`{b}`",
-                    "what differs": in_short(differences(config, a, b)),
-                    "runs A / B": f"{row.seeds_a} / {row.seeds_b}",
-                    "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
-                    "B - A": contrast_cell(row, metric),
-                    "test": statistic_of(config).label,
-                }
-            )
+        rows.append(
+            {
+                "experiment": name,
+                "trained": trained,
+                "A": f"`{row.a}`",
+                "B": f"`{row.b}`",
+                "what differs": in_short(differences(config, row.a, row.b)),
+                "runs A / B": f"{row.seeds_a} / {row.seeds_b}",
+                "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
+                "B - A": contrast_cell(row, metric),
+                "test": statistic_of(config).label,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def claims_block(results: Path, root: Path) -> str:
-    """The README's claims: `claims_table` over the experiments that `results`
-    (docs/results.md) publishes, each in its folder under `root`, in that order."""
+def claim_points(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
+    """The numbers of `claimed`, one row per contrast, as plots.claims draws them: the two
+    models, the experiment and how it trained, B - A and its 95% interval, the
+    equivalence margin, the verdict's kind (report.verdict_kind) and the cell."""
+    rows = []
+    for config, trained, row, metric in claimed(studies):
+        delta, ci = row[f"{metric}_delta"], row[f"{metric}_ci"]
+        lo, hi = (float(end) for end in ci.split(" .. ")) if ci else (delta, delta)
+        rows.append(
+            {
+                "label": f"{row.a} → {row.b}",
+                "experiment": f"{config['experiment']} ({trained})",
+                "delta": delta,
+                "lo": lo,
+                "hi": hi,
+                "margin": config["analysis"]["equivalence"],
+                "kind": verdict_kind(row, metric),
+                "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def published_studies(results: Path, root: Path) -> tuple[dict[Path, dict[str, Any]], dict[str, str]]:
+    """The experiments that `results` (docs/results.md) publishes, in its order, each in
+    its folder under `root` with its configuration, and their sections' anchors."""
     sections = anchors(results.read_text(encoding="utf-8"))
-    studies = {root / name: configuration(root / name, []) for name in sections}
+    return {root / name: configuration(root / name, []) for name in sections}, sections
+
+
+def claims_block(results: Path, root: Path, figure: str) -> str:
+    """The README's claims: `claims_table` over the experiments that `results`
+    (docs/results.md) publishes, each in its folder under `root`, in that order, below
+    their figure (`figure`: its SVG, relative to the README)."""
+    studies, sections = published_studies(results, root)
     return (
         "Every contrast of the published experiments, in the order of their sections in "
         "[docs/results.md](docs/results.md) (each experiment links to its own), with the "
@@ -431,7 +471,9 @@ def claims_block(results: Path, root: Path) -> str:
         "equivalent within the margin, or ? undecided, with the difference these runs would "
         'detect at 80% power at Holm\'s strictest level. "What differs" begins the list of '
         "every hyperparameter the two entries resolve to differently, which each experiment's "
-        "section gives whole.\n\n"
+        "section gives whole. The figure draws the same cells, the margin shaded.\n\n"
+        f"![Each contrast's B - A and its 95% interval in its pre-declared cell, marked by "
+        f"its verdict, the equivalence margin shaded]({figure})\n\n"
     ) + markdown_table(claims_table(studies, sections))
 
 
@@ -458,7 +500,23 @@ def rewrite(results: Path, folder: Path, config: dict[str, Any], check: bool = F
     return replace_block(results, markers, results_block(folder, config), check)
 
 
-def rewrite_claims(readme: Path, results: Path, root: Path, check: bool = False) -> bool:
+def rewrite_claims(readme: Path, results: Path, root: Path, figure: Path, check: bool = False) -> bool:
     """Write `claims_block` of the experiments `results` publishes (their folders under
-    `root`) between the claims' markers in `readme`; whether it was already up to date."""
-    return replace_block(readme, CLAIMS, claims_block(results, root), check)
+    `root`) between the claims' markers in `readme`, showing `figure`; whether it was
+    already up to date."""
+    svg = os.path.relpath(figure.with_suffix(".svg"), readme.parent)
+    return replace_block(readme, CLAIMS, claims_block(results, root, svg), check)
+
+
+def redraw_claims(figure: Path, results: Path, root: Path, check: bool = False) -> bool:
+    """Draw `claim_points` of the experiments `results` publishes (their folders under
+    `root`) into `figure` (PNG, and SVG beside it), recording the points' digest as what it
+    was drawn from (with `check`, only compare); whether it was drawn from them already."""
+    points = claim_points(published_studies(results, root)[0])
+    record = {"claims": hashlib.sha256(points.to_csv(index=False).encode()).hexdigest()}
+    current = figure.with_suffix(".svg").is_file() and drawn_from(figure) == record
+    if not check:  # drawn again either way, so a change of the drawing shows too
+        from mixnmt import plots  # imports matplotlib: only here
+
+        plots.save(plots.claims(points), figure, record)
+    return current

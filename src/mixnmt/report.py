@@ -120,6 +120,18 @@ def primary_cell(rows: pd.DataFrame) -> tuple[pd.Series, str] | None:
     return None
 
 
+def verdict_kind(row: pd.Series, metric: str) -> str | None:
+    """What a contrast's `metric` cell finds: "difference" (A or B better), "small
+    difference" (better, and the two one-sided tests put the difference inside the margin
+    too), "equivalent" (within the margin) or "undecided"; None where it is descriptive."""
+    verdict = row[f"{metric}_verdict"]
+    if verdict in ("A better", "B better"):
+        return "small difference" if row[f"{metric}_tost_p_holm"] < ALPHA else "difference"
+    if verdict.startswith("equivalent"):
+        return "equivalent"
+    return "undecided" if verdict == "undecided" else None
+
+
 def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
     """What a contrast's primary cell says by its verdict: a difference with the p of the
     contrasts' `statistic` and Holm's (where the two one-sided tests put it inside the
@@ -128,19 +140,19 @@ def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
     strictest level."""
     name, a, b, delta = METRIC_NAMES[metric], row.a, row.b, row[f"{metric}_delta"]
     where, ci = f"{name} on {row.testset}", row[f"{metric}_ci"]
-    verdict = row[f"{metric}_verdict"]
+    verdict, kind = row[f"{metric}_verdict"], verdict_kind(row, metric)
     if min(row.seeds_a, row.seeds_b) < 2:
         return f"{where}: B - A {delta:+.2f} from one run of a model, no claim"
-    if verdict in ("A better", "B better"):
+    if kind in ("difference", "small difference"):
         winner, loser = (b, a) if verdict == "B better" else (a, b)
         tost = row[f"{metric}_tost_p_holm"]
-        small = f", by less than the margin (TOST Holm {p_text(tost)})" if tost < ALPHA else ""
+        small = f", by less than the margin (TOST Holm {p_text(tost)})" if kind == "small difference" else ""
         return (
             f"{winner} beats {loser} in {where} by {abs(delta):.2f} points (B - A {delta:+.2f}, "
             f"95% [{ci}]; {statistic.label} {p_text(row[f'{metric}_p'], 4)}, "
             f"Holm {p_text(row[f'{metric}_p_holm'])}){small}"
         )
-    if verdict.startswith("equivalent"):
+    if kind == "equivalent":
         return (
             f"{a} and {b} are {verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]; "
             f"TOST Holm {p_text(row[f'{metric}_tost_p_holm'])})"

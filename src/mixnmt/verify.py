@@ -38,7 +38,7 @@ from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_lin
 from mixnmt.inputs import INPUTS, input_files
 from mixnmt.lineage import records
 from mixnmt.paths import Layout, run
-from mixnmt.provenance import INPUTS_KEY
+from mixnmt.provenance import drawn_from
 from mixnmt.report import CONFIG_INPUT, ReportInputs, config_digest, markdown_scores, read_inputs, reported
 from mixnmt.runs import ANALYSIS_ADDED, IDENTITY, fingerprint
 from mixnmt.scoretable import aggregate, headline_numbers
@@ -522,22 +522,16 @@ class Verification:
         return Path(relative) if relative.startswith(("workflow/", "/")) else self.folder / relative
 
     def check_figure(self, name: str, inputs: list[str]) -> None:
-        from PIL import Image
-
         png, svg = self.layout.figure(name), self.layout.figure(name, "svg")
 
         def test() -> str | None:
-            with Image.open(png) as image:
-                text = image.text.get(INPUTS_KEY)
-            return self.recorded_inputs(png, None if text is None else json.loads(text), inputs)
+            return self.recorded_inputs(png, drawn_from(png), inputs)
 
         def vector() -> str | None:
             found = re.search(
                 r"<dc:description>(.*?)</dc:description>", Path(svg).read_text(encoding="utf-8"), re.S
             )
-            with Image.open(png) as image:
-                drawn = json.loads(image.text[INPUTS_KEY])
-            same = found is not None and json.loads(html.unescape(found[1])) == drawn
+            same = found is not None and json.loads(html.unescape(found[1])) == drawn_from(png)
             return None if same else "not drawn from the inputs of its PNG"
 
         self.chain.check(png, inputs, test)

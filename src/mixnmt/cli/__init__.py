@@ -64,7 +64,8 @@ COMMANDS: dict[str, Command] = {
     "plot": Command("report", "draw one of the study's figures"),
     "report": Command("report", "the self-contained HTML report"),
     "readme": Command(
-        "study", "write a published experiment's results into docs/results.md, the claims into the README"
+        "study",
+        "write an experiment's results into docs/results.md, the claims and their figure into the README",
     ),
     "verify": Command(
         "study", "check that every published number comes from the runs the configuration defines"

@@ -80,23 +80,19 @@ def cmd_verify(a: argparse.Namespace) -> None:
 def readme_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("folder", type=Path, help="a published experiment's folder, results/<experiment>")
     add_configfiles(s, "an overlay on config.yaml that made it (as for verify)")
+    for flag, default, what in (
+        ("--results", "docs/results.md", "the file holding its block of results"),
+        ("--readme", "README.md", "the file holding the claims of every experiment --results holds"),
+        ("--figure", "docs/claims.png", "the claims' figure, which the README shows, and its SVG"),
+    ):
+        s.add_argument(flag, type=Output, default=Output(default), help=f"{what} (rewritten)")
     s.add_argument(
-        "--results",
-        type=Output,
-        default=Output("docs/results.md"),
-        help="the file holding its block of results (rewritten)",
+        "--check", action="store_true", help="only say whether both blocks and the figure are up to date"
     )
-    s.add_argument(
-        "--readme",
-        type=Output,
-        default=Output("README.md"),
-        help="the file holding the claims of every experiment --results holds (rewritten)",
-    )
-    s.add_argument("--check", action="store_true", help="only say whether both blocks are up to date")
 
 
 def cmd_readme(a: argparse.Namespace) -> None:
-    from mixnmt.readme import rewrite, rewrite_claims
+    from mixnmt.readme import redraw_claims, rewrite, rewrite_claims
     from mixnmt.verify import configuration
 
     config = configuration(a.folder, a.configfile or [])
@@ -104,8 +100,12 @@ def cmd_readme(a: argparse.Namespace) -> None:
         raise MixnmtError(
             f"{a.results}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
         )
-    if not rewrite_claims(a.readme, a.results, a.folder.parent, check=a.check) and a.check:
+    if not rewrite_claims(a.readme, a.results, a.folder.parent, a.figure, check=a.check) and a.check:
         raise MixnmtError(
             f"{a.readme}: the claims are not the ones the tables of {a.results}'s experiments give; "
             "run mixnmt readme"
+        )
+    if not redraw_claims(a.figure, a.results, a.folder.parent, check=a.check) and a.check:
+        raise MixnmtError(
+            f"{a.figure}: not drawn from the claims of {a.results}'s experiments; run mixnmt readme"
         )
