@@ -212,15 +212,23 @@ def test_the_readmes_claims_are_every_published_contrast_as_its_table_gives_it(m
     cell of that experiment's own table, and their figure is drawn from those cells; the
     experiments' full results stay out of it."""
     from mixnmt.files import read_table
-    from mixnmt.readme import BEGIN, claims_table, contrasts_table, publishes, redraw_claims, rewrite_claims
+    from mixnmt.readme import (
+        BEGIN,
+        claims_table,
+        contrasts_table,
+        published_studies,
+        publishes,
+        redraw_claims,
+        rewrite_claims,
+    )
     from mixnmt.verify import configuration
 
     monkeypatch.chdir(ROOT)
     results, readme = ROOT / "docs/results.md", (ROOT / "README.md").read_text()
     assert sorted(publishes(results.read_text())) == [folder.name for folder in published()]
-    figure = ROOT / "docs/claims.png"
-    assert rewrite_claims(ROOT / "README.md", results, ROOT / "results", figure, check=True)
-    assert redraw_claims(figure, results, ROOT / "results", check=True)
+    figure, (found, sections) = ROOT / "docs/claims.png", published_studies(results, ROOT / "results")
+    assert rewrite_claims(ROOT / "README.md", found, sections, figure, check=True)
+    assert redraw_claims(figure, found, check=True)
     assert BEGIN.split("{")[0] not in readme
     studies = {folder: configuration(folder, []) for folder in published()}
     claims = claims_table(studies)

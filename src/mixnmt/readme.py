@@ -455,11 +455,10 @@ def published_studies(results: Path, root: Path) -> tuple[dict[Path, dict[str, A
     return {root / name: configuration(root / name, []) for name in sections}, sections
 
 
-def claims_block(results: Path, root: Path, figure: str) -> str:
-    """The README's claims: `claims_table` over the experiments that `results`
-    (docs/results.md) publishes, each in its folder under `root`, in that order, below
-    their figure (`figure`: its SVG, relative to the README)."""
-    studies, sections = published_studies(results, root)
+def claims_block(studies: dict[Path, dict[str, Any]], sections: dict[str, str], figure: str) -> str:
+    """The README's claims: `claims_table` over the published experiments and their
+    sections (`published_studies`), below their figure (`figure`: its SVG, relative to the
+    README)."""
     return (
         "Every contrast of the published experiments, in the order of their sections in "
         "[docs/results.md](docs/results.md) (each experiment links to its own), with the "
@@ -500,19 +499,25 @@ def rewrite(results: Path, folder: Path, config: dict[str, Any], check: bool = F
     return replace_block(results, markers, results_block(folder, config), check)
 
 
-def rewrite_claims(readme: Path, results: Path, root: Path, figure: Path, check: bool = False) -> bool:
-    """Write `claims_block` of the experiments `results` publishes (their folders under
-    `root`) between the claims' markers in `readme`, showing `figure`; whether it was
-    already up to date."""
+def rewrite_claims(
+    readme: Path,
+    studies: dict[Path, dict[str, Any]],
+    sections: dict[str, str],
+    figure: Path,
+    check: bool = False,
+) -> bool:
+    """Write `claims_block` of the published experiments and their sections
+    (`published_studies`) between the claims' markers in `readme`, showing `figure`;
+    whether it was already up to date."""
     svg = os.path.relpath(figure.with_suffix(".svg"), readme.parent)
-    return replace_block(readme, CLAIMS, claims_block(results, root, svg), check)
+    return replace_block(readme, CLAIMS, claims_block(studies, sections, svg), check)
 
 
-def redraw_claims(figure: Path, results: Path, root: Path, check: bool = False) -> bool:
-    """Draw `claim_points` of the experiments `results` publishes (their folders under
-    `root`) into `figure` (PNG, and SVG beside it), recording the points' digest as what it
-    was drawn from (with `check`, only compare); whether it was drawn from them already."""
-    points = claim_points(published_studies(results, root)[0])
+def redraw_claims(figure: Path, studies: dict[Path, dict[str, Any]], check: bool = False) -> bool:
+    """Draw `claim_points` of the published experiments (`published_studies`) into
+    `figure` (PNG, and SVG beside it), recording the points' digest as what it was drawn
+    from (with `check`, only compare); whether it was drawn from them already."""
+    points = claim_points(studies)
     record = {"claims": hashlib.sha256(points.to_csv(index=False).encode()).hexdigest()}
     current = figure.with_suffix(".svg").is_file() and drawn_from(figure) == record
     if not check:  # drawn again either way, so a change of the drawing shows too

@@ -92,7 +92,7 @@ def readme_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_readme(a: argparse.Namespace) -> None:
-    from mixnmt.readme import redraw_claims, rewrite, rewrite_claims
+    from mixnmt.readme import published_studies, redraw_claims, rewrite, rewrite_claims
     from mixnmt.verify import configuration
 
     config = configuration(a.folder, a.configfile or [])
@@ -100,12 +100,13 @@ def cmd_readme(a: argparse.Namespace) -> None:
         raise MixnmtError(
             f"{a.results}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
         )
-    if not rewrite_claims(a.readme, a.results, a.folder.parent, a.figure, check=a.check) and a.check:
+    studies, sections = published_studies(a.results, a.folder.parent)
+    if not rewrite_claims(a.readme, studies, sections, a.figure, check=a.check) and a.check:
         raise MixnmtError(
             f"{a.readme}: the claims are not the ones the tables of {a.results}'s experiments give; "
             "run mixnmt readme"
         )
-    if not redraw_claims(a.figure, a.results, a.folder.parent, check=a.check) and a.check:
+    if not redraw_claims(a.figure, studies, check=a.check) and a.check:
         raise MixnmtError(
             f"{a.figure}: not drawn from the claims of {a.results}'s experiments; run mixnmt readme"
         )
