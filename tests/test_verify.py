@@ -301,8 +301,8 @@ def test_each_claims_experiment_links_to_the_section_that_publishes_it():
 def test_readme_check_names_the_stale_file_in_one_line_and_rewriting_mends_it(tmp_path):
     """`mixnmt readme --check` refuses claims that are not the tables' (one line naming the
     README, nothing rewritten); without --check it writes them and draws their figure, and
-    the check then passes, until the figure is drawn from anything else (one line naming
-    it)."""
+    the check then passes, until the figure, or its SVG alone, is drawn from anything else
+    (one line naming it)."""
     readme, results, figure = tmp_path / "README.md", tmp_path / "results.md", tmp_path / "docs/claims.png"
     results.write_text((ROOT / "docs/results.md").read_text())
     stale = (ROOT / "README.md").read_text().replace("chrF 2016 | **", "chrF 2016 | **+9.99 ", 1)
@@ -321,12 +321,17 @@ def test_readme_check_names_the_stale_file_in_one_line_and_rewriting_mends_it(tm
     assert readme.read_text() == (ROOT / "README.md").read_text()
     assert drawn_from(figure) == drawn_from(ROOT / "docs/claims.png")
     assert subprocess.run([*command, "--check"], cwd=ROOT).returncode == 0
-    plots.save(plots.empty("drawn from something else"), figure, {"claims": "0" * 64})
-    checked = subprocess.run([*command, "--check"], cwd=ROOT, capture_output=True, text=True)
-    assert checked.returncode == 1 and checked.stderr == (
+    refused = (
         f"mixnmt readme: error: {figure}: not drawn from the claims of {results}'s experiments; "
         "run mixnmt readme\n"
     )
+    svg = figure.with_suffix(".svg")  # the one the README shows
+    svg.write_text(svg.read_text().replace(drawn_from(figure)["claims"], "0" * 64))
+    assert subprocess.run([*command, "--check"], cwd=ROOT, capture_output=True, text=True).stderr == refused
+    subprocess.run(command, cwd=ROOT, check=True)
+    plots.save(plots.empty("drawn from something else"), figure, {"claims": "0" * 64})
+    checked = subprocess.run([*command, "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert checked.returncode == 1 and checked.stderr == refused
 
 
 def test_the_readme_says_how_long_each_model_trained_and_what_one_seed_is():

@@ -3,8 +3,10 @@ which files: what a figure or the report records of its inputs (`made_from`)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,14 +76,21 @@ def made_from(paths: list[str | Path]) -> dict[str, str]:
     return {str(path): sha256sum(path) for path in sorted(set(map(str, paths)))}
 
 
-def drawn_from(png: str | Path) -> dict[str, str] | None:
-    """What a figure's PNG records it was drawn from (INPUTS_KEY); None where it records
-    nothing or does not exist."""
-    from PIL import Image  # with matplotlib: only here
-
+def drawn_from(figure: str | Path) -> dict[str, str] | None:
+    """What a figure records it was drawn from: a PNG in its INPUTS_KEY text chunk, an SVG
+    in its description (plots.save writes both); None where it records nothing or does
+    not exist."""
     try:
-        with Image.open(png) as image:
-            text = image.text.get(INPUTS_KEY)
+        if Path(figure).suffix == ".svg":
+            found = re.search(
+                r"<dc:description>(.*?)</dc:description>", Path(figure).read_text(encoding="utf-8"), re.S
+            )
+            text = None if found is None else html.unescape(found[1])
+        else:
+            from PIL import Image  # with matplotlib: only here
+
+            with Image.open(figure) as image:
+                text = image.text.get(INPUTS_KEY)
     except FileNotFoundError:
         return None
     return None if text is None else json.loads(text)

@@ -519,7 +519,7 @@ def redraw_claims(figure: Path, studies: dict[Path, dict[str, Any]], check: bool
     from (with `check`, only compare); whether it was drawn from them already."""
     points = claim_points(studies)
     record = {"claims": hashlib.sha256(points.to_csv(index=False).encode()).hexdigest()}
-    current = figure.with_suffix(".svg").is_file() and drawn_from(figure) == record
+    current = drawn_from(figure) == record == drawn_from(figure.with_suffix(".svg"))
     if not check:  # drawn again either way, so a change of the drawing shows too
         from mixnmt import plots  # imports matplotlib: only here
 
