@@ -87,10 +87,16 @@ def drawn_from(figure: str | Path) -> dict[str, str] | None:
             )
             text = None if found is None else html.unescape(found[1])
         else:
-            from PIL import Image  # with matplotlib: only here
-
-            with Image.open(figure) as image:
-                text = image.text.get(INPUTS_KEY)
+            text = png_text(figure, INPUTS_KEY)
     except FileNotFoundError:
         return None
     return None if text is None else json.loads(text)
+
+
+def png_text(figure: str | Path, key: str) -> str | None:
+    """The PNG's text chunk `key`, read without decoding its pixels (plots.save writes
+    its text chunks before them; the whole check of a study reads hundreds of figures)."""
+    from PIL import Image  # with matplotlib: only here
+
+    with Image.open(figure) as image:
+        return image.info.get(key)

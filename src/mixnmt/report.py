@@ -19,7 +19,7 @@ from mixnmt.figures import FIGURES
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.inputs import INPUTS
 from mixnmt.lineage import refuse_foreign
-from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY, code_version, made_from, version
+from mixnmt.provenance import EMPTY_KEY, INPUTS_KEY, code_version, made_from, png_text, version
 from mixnmt.runs import ADDED, ANALYSIS_ADDED
 from mixnmt.tables import TABLES, table_html
 
@@ -301,10 +301,7 @@ def figure(path: Path, alt: str) -> str:
 
 def shown(path: Path, name: str, captions: Path) -> str:
     """Figure `name` with its caption; for one with nothing to show, the line saying why."""
-    from PIL import Image
-
-    with Image.open(path) as image:
-        why = image.text.get(EMPTY_KEY)
+    why = png_text(path, EMPTY_KEY)
     if why is not None:
         return f'<p class="note">{html.escape(why)}</p>'
     return figure(path, name.replace("_", " ")) + caption(captions, name)
