@@ -139,7 +139,7 @@ def test_figures_are_written_as_png_and_svg(name, inputs, tmp_path):
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 2000
     assert ET.parse(png.with_suffix(".svg")).getroot().tag.endswith("svg")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png", "figure.svg"]
-    assert drawn_from(png) == drawn_from(png.with_suffix(".svg")) == {}  # read without decoding the PNG
+    assert drawn_from(png) == drawn_from(png.with_suffix(".svg")) == {}  # the PNG holds it before its pixels
     drawn = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     plots.save(FIGURES[name](**inputs), png)  # a redraw changes no byte (SVG ids were random)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == drawn
