@@ -12,6 +12,7 @@ from mixnmt.config import load
 from mixnmt.decode import beam_search
 from mixnmt.device import gpu_shares
 from mixnmt.models import REGISTRY, latent, resolve
+from mixnmt.readme import differences
 from mixnmt.symbols import BOS, EOS, PAD, UNK
 
 ARCH = next(arch for arch, cls in REGISTRY.items() if cls is latent.Latent)
@@ -212,3 +213,22 @@ def test_a_latent_training_takes_the_gpu_shares_its_widest_batch_needs(tmp_path)
     assert gpu_shares(config, both, ids, 80 * gib, 8) == 3
     assert gpu_shares(config, both, ids, 16 * gib, 4) == 4  # all, at most
     assert gpu_shares(config, other, ids, 16 * gib, 8) == 1
+
+
+@pytest.mark.parametrize("candidates", ["source", "learned"])
+def test_components_are_unused_exactly_where_the_model_has_no_learned_candidates(candidates):
+    """Latent.unused says `components` is inert with the source's candidates alone: there
+    two entries that differ only in it build the same weights from one seed, and a
+    contrast between them changes nothing (mixnmt.readme.differences); with learned
+    candidates it sizes them, and the contrast says so."""
+    entries = {f"k{k}": {"arch": ARCH, "candidates": candidates, "components": k} for k in (4, 8)}
+    built = {}
+    for name, entry in entries.items():
+        torch.manual_seed(0)
+        built[name] = REGISTRY[ARCH](VOCAB, VOCAB, True, **resolve(name, entry)[1]).state_dict()
+    same = built["k4"].keys() == built["k8"].keys() and all(
+        torch.equal(built["k4"][key], built["k8"][key]) for key in built["k4"]
+    )
+    inert = "components" in latent.Latent.unused(resolve("k4", entries["k4"])[1])
+    assert same == inert == (candidates == "source")
+    assert differences({"models": entries}, "k4", "k8") == ("" if inert else "components 4 → 8")

@@ -49,10 +49,15 @@ def spread(values: pd.Series) -> str:
 
 def differences(config: dict[str, Any], a: str, b: str) -> str:
     """Every hyperparameter two models' config entries resolve to differently ("key A → B";
-    "-" where an architecture has no such key): what a contrast changes."""
-    from mixnmt.models import resolve  # imports torch: only here
+    "-" where an architecture has no such key or the entry's others make it inert): what a
+    contrast changes."""
+    from mixnmt.models import REGISTRY, resolve  # imports torch: only here
 
     (arch_a, ha), (arch_b, hb) = resolve(a, config["models"][a]), resolve(b, config["models"][b])
+    ha, hb = (
+        {k: v for k, v in h.items() if k not in REGISTRY[arch].unused(h)}
+        for arch, h in ((arch_a, ha), (arch_b, hb))
+    )
     changes = [f"arch {arch_a} → {arch_b}"] if arch_a != arch_b else []
     for key in dict.fromkeys([*ha, *hb]):
         if ha.get(key, "-") != hb.get(key, "-"):

@@ -71,6 +71,12 @@ class Seq2Seq(nn.Module, ABC):
         of a GPU): none."""
         return 0
 
+    @classmethod
+    def unused(cls, hyperparameters: dict) -> frozenset[str]:
+        """The hyperparameters that the others make inert (what a contrast changes leaves
+        them out): none."""
+        return frozenset()
+
     def compile_steps(self) -> None:
         """torch.compile, in place (checkpoints keep the plain keys), the per-step parts
         named by `compiled_steps` with dynamic batch and length, so that one graph

@@ -150,6 +150,11 @@ class Latent(Seq2Seq):
         n = {"source": width, "learned": h["components"], "both": width + h["components"]}[h["candidates"]]
         return 8 * tokens * ((min(h["top_k"], n) if h["top_k"] else n) + 1) * vocab
 
+    @classmethod
+    def unused(cls, hyperparameters: dict) -> frozenset[str]:
+        """`components` counts learned candidates: none with the source's alone."""
+        return frozenset({"components"} if hyperparameters["candidates"] == "source" else ())
+
     def mixed(self, h: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """The candidates' states (B, N, 2H) and mask (B, N): the source's (B, S, 2H) with
         its padding mask, the learned vectors, or both."""
