@@ -459,37 +459,45 @@ def test_posterior_table_averages_each_latent_models_tokens_then_its_seeds():
 
 def test_the_claims_figure_marks_each_verdict_shades_each_margin_and_rules_off_each_experiment():
     """One row per claim, top to bottom as listed, its interval and point in its verdict's
-    colour (undecided hollow), the margin shaded per row, a rule where the experiment
-    changes, and a legend of the verdicts drawn, in VERDICTS' order; nothing to claim, one
-    line saying so."""
-    kinds = ["undecided", "difference", "equivalent", "undecided"]
+    colour (undecided hollow), a withdrawn verdict's crossed out and dashed whatever its kind,
+    the margin shaded per row, a rule where the experiment changes, and a legend of the
+    verdicts drawn, in VERDICTS' order, then the withdrawn mark; nothing to claim, one line
+    saying so."""
+    kinds = ["undecided", "difference", "equivalent", "undecided", "small difference"]
     points = pd.DataFrame(
         {
-            "label": [f"m{i} → n{i}" for i in range(4)],
-            "experiment": ["first", "first", "second", "third"],
-            "delta": [0.3, -4.0, 0.1, 0.9],
-            "lo": [-1.0, -5.0, -0.2, -1.9],
-            "hi": [1.6, -3.0, 0.4, 3.7],
-            "margin": [1.0, 1.0, 1.0, 0.5],
+            "label": [f"m{i} → n{i}" for i in range(5)],
+            "experiment": ["first", "first", "second", "third", "third"],
+            "delta": [0.3, -4.0, 0.1, 0.9, 0.6],
+            "lo": [-1.0, -5.0, -0.2, -1.9, 0.3],
+            "hi": [1.6, -3.0, 0.4, 3.7, 0.9],
+            "margin": [1.0, 1.0, 1.0, 0.5, 1.0],
             "kind": kinds,
+            "withdrawn": [False, False, False, False, True],
             "cell": "chrF 2016",
         }
     )
     fig = plots.claims(points)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == points.label.tolist()
-    markers = [line for line in ax.get_lines() if line.get_marker() == "o"]
-    assert [(m.get_xdata()[0], m.get_ydata()[0]) for m in markers] == list(zip(points.delta, range(4)))
-    for marker, kind in zip(markers, kinds):
-        _, color, filled = plots.VERDICTS[kind]
+    markers = [line for line in ax.get_lines() if line.get_marker() in ("o", "X")]
+    assert [(m.get_xdata()[0], m.get_ydata()[0]) for m in markers] == list(zip(points.delta, range(5)))
+    assert [m.get_marker() for m in markers] == ["o"] * 4 + ["X"]
+    intervals = [line for line in ax.get_lines() if line.get_marker() == "None" and line.get_linewidth() == 2]
+    assert [list(line.get_xdata()) for line in intervals] == list(map(list, zip(points.lo, points.hi)))
+    assert [line.get_linestyle() for line in intervals] == ["-"] * 4 + ["--"]
+    grey = plots.WITHDRAWN_MARK[1]
+    for marker, kind, withdrawn in zip(markers, kinds, points.withdrawn):
+        _, color, filled = (None, grey, True) if withdrawn else plots.VERDICTS[kind]
         assert matplotlib.colors.same_color(marker.get_color(), color)
         assert matplotlib.colors.same_color(marker.get_markerfacecolor(), color if filled else "white")
     shaded = [c.get_paths()[0].get_extents() for c in ax.collections]
-    assert [(b.x0, b.x1) for b in shaded] == [(-1.0, 1.0)] * 3 + [(-0.5, 0.5)]
+    assert [(b.x0, b.x1) for b in shaded] == [(-1.0, 1.0)] * 3 + [(-0.5, 0.5), (-1.0, 1.0)]
     rules = [line.get_ydata()[0] for line in ax.get_lines() if list(line.get_xdata()) == [0, 1]]  # axhline
     assert rules == [1.5, 2.5]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
-        plots.VERDICTS[kind][0] for kind in ("difference", "equivalent", "undecided")
+        *(plots.VERDICTS[kind][0] for kind in ("difference", "equivalent", "undecided")),
+        plots.WITHDRAWN_MARK[0],
     ]
     assert "B - A, chrF 2016" in ax.get_xlabel()
     assert plots.claims(points.iloc[:0]).mixnmt_empty == "No published experiment makes a claim yet."

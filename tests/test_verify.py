@@ -215,6 +215,7 @@ def test_the_readmes_claims_are_every_published_contrast_as_its_table_gives_it(m
         publishes,
         redraw_claims,
         rewrite_claims,
+        withdrawn_verdicts,
     )
     from mixnmt.verify import configuration
 
@@ -222,8 +223,9 @@ def test_the_readmes_claims_are_every_published_contrast_as_its_table_gives_it(m
     results, readme = ROOT / "docs/results.md", (ROOT / "README.md").read_text()
     assert sorted(publishes(results.read_text())) == [folder.name for folder in published()]
     figure, (found, sections) = ROOT / "docs/claims.png", published_studies(results, ROOT / "results")
-    assert rewrite_claims(ROOT / "README.md", found, sections, figure, check=True)
-    assert redraw_claims(figure, found, check=True)
+    withdrawn = withdrawn_verdicts(found)
+    assert rewrite_claims(ROOT / "README.md", found, sections, figure, withdrawn, check=True)
+    assert redraw_claims(figure, found, withdrawn, check=True)
     assert BEGIN.split("{")[0] not in readme
     studies = {folder: configuration(folder, []) for folder in published()}
     claims = claims_table(studies)

@@ -540,13 +540,17 @@ VERDICTS = {  # how the claims figure marks each kind of verdict: (label, colour
     "equivalent": ("equivalent within the margin (≈)", OKABE_ITO[3], True),
     "undecided": ("undecided (?)", OKABE_ITO[7], False),
 }
+WITHDRAWN_MARK = ("withdrawn since (the table says why)", "black")
+"""How the claims figure marks a withdrawn verdict, whatever its kind: (label, colour), its
+point crossed out and its interval dashed."""
 
 
 def claims(points: pd.DataFrame) -> Figure:
     """The README's claims at a glance: per contrast (a row of `points`: label,
-    experiment, delta, lo, hi, margin, kind, the key of VERDICTS), B - A with its 95%
-    interval in its pre-declared cell, the equivalence margin shaded, marked by verdict;
-    a rule between experiments; `empty` without a claim."""
+    experiment, delta, lo, hi, margin, kind, the key of VERDICTS, withdrawn), B - A with
+    its 95% interval in its pre-declared cell, the equivalence margin shaded, marked by
+    verdict, or crossed out and dashed where withdrawn (WITHDRAWN_MARK); a rule between
+    experiments; `empty` without a claim."""
     if points.empty:
         return empty("No published experiment makes a claim yet.")
     n = len(points)
@@ -555,8 +559,11 @@ def claims(points: pd.DataFrame) -> Figure:
     for y, row in zip(ys, points.itertuples()):
         ax.fill_betweenx([y - 0.5, y + 0.5], -row.margin, row.margin, color="#e8e8e8", lw=0)
         _, color, filled = VERDICTS[row.kind]
-        ax.plot([row.lo, row.hi], [y, y], color=color, lw=2)
-        ax.plot(row.delta, y, "o", ms=7, color=color, mfc=color if filled else "white")
+        marker, line = "o", "-"
+        if row.withdrawn:
+            (_, color), filled, marker, line = WITHDRAWN_MARK, True, "X", "--"
+        ax.plot([row.lo, row.hi], [y, y], color=color, lw=2, ls=line)
+        ax.plot(row.delta, y, marker, ms=7, color=color, mfc=color if filled else "white")
     for y in ys[1:][points.experiment.values[1:] != points.experiment.values[:-1]]:
         ax.axhline(y - 0.5, color="#bbbbbb", lw=0.6)
     ax.axvline(0, color="black", lw=0.8)
@@ -569,7 +576,13 @@ def claims(points: pd.DataFrame) -> Figure:
     cells = points.cell.unique()
     cell = cells[0] if len(cells) == 1 else "each row's pre-declared cell"
     ax.set_xlabel(f"B - A, {cell} (points); shaded: the equivalence margin")
-    shown = [VERDICTS[kind] for kind in VERDICTS if kind in set(points.kind)]
-    handles = [Line2D([], [], color=c, marker="o", mfc=c if filled else "white") for _, c, filled in shown]
-    fig.legend(handles, [label for label, _, _ in shown], loc="outside lower center", ncols=4, frameon=False)
+    standing = set(points.kind[~points.withdrawn])
+    shown = [(*VERDICTS[kind], "o", "-") for kind in VERDICTS if kind in standing]
+    if points.withdrawn.any():
+        shown.append((*WITHDRAWN_MARK, True, "X", "--"))
+    handles = [
+        Line2D([], [], color=c, marker=marker, ls=line, mfc=c if filled else "white")
+        for _, c, filled, marker, line in shown
+    ]
+    fig.legend(handles, [label for label, *_ in shown], loc="outside lower center", ncols=5, frameon=False)
     return fig

@@ -22,6 +22,7 @@ from mixnmt.paths import Layout
 from mixnmt.provenance import drawn_from
 from mixnmt.report import METRIC_NAMES, answer, count, markdown_table, p_text, primary_cell, verdict_kind
 from mixnmt.verify import configuration
+from mixnmt.withdrawn import WITHDRAWN, Contrast, withdrawals
 
 BEGIN = "<!-- results of {experiment}: written by `mixnmt readme` from its tables; do not edit -->"
 END = "<!-- end of the results of {experiment} -->"
@@ -404,13 +405,25 @@ def claimed(studies: dict[Path, dict[str, Any]]) -> Iterator[tuple[dict[str, Any
                 yield config, trained, *found
 
 
-def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] | None = None) -> pd.DataFrame:
+def withdrawn_verdicts(studies: dict[Path, dict[str, Any]], path: Path = WITHDRAWN) -> dict[Contrast, str]:
+    """Why each verdict of the published experiments that `path` withdraws was withdrawn,
+    by experiment and contrast (mixnmt.withdrawn)."""
+    return withdrawals(path, {(c["experiment"], row.a, row.b) for c, _, row, _ in claimed(studies)})
+
+
+def claims_table(
+    studies: dict[Path, dict[str, Any]],
+    sections: dict[str, str] | None = None,
+    withdrawn: dict[Contrast, str] | None = None,
+) -> pd.DataFrame:
     """One row per contrast of `claimed`: the experiment (a link to its section of
     docs/results.md where `sections` gives its anchor, `anchors`), how long and in what
     precision it trained, the two models, what differs, the runs, the pre-declared cell as
-    the experiment's table gives it, and its test (analysis.statistic)."""
-    rows = []
+    the experiment's table gives it (and, where `withdrawn` gives why its verdict was
+    withdrawn, that), and its test (analysis.statistic)."""
+    rows, withdrawn = [], withdrawn or {}
     for config, trained, row, metric in claimed(studies):
+        why = withdrawn.get((config["experiment"], row.a, row.b))
         name = f"`{config['experiment']}`"
         if sections:
             name = f"[{name}](docs/results.md#{sections[config['experiment']]})"
@@ -423,17 +436,20 @@ def claims_table(studies: dict[Path, dict[str, Any]], sections: dict[str, str] |
                 "what differs": in_short(differences(config, row.a, row.b)),
                 "runs A / B": f"{row.seeds_a} / {row.seeds_b}",
                 "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
-                "B - A": contrast_cell(row, metric),
+                "B - A": contrast_cell(row, metric) + (f", withdrawn: {why}" if why else ""),
                 "test": statistic_of(config).label,
             }
         )
     return pd.DataFrame(rows)
 
 
-def claim_points(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
+def claim_points(
+    studies: dict[Path, dict[str, Any]], withdrawn: dict[Contrast, str] | None = None
+) -> pd.DataFrame:
     """The numbers of `claimed`, one row per contrast, as plots.claims draws them: the two
     models, the experiment and how it trained, B - A and its 95% interval, the
-    equivalence margin, the verdict's kind (report.verdict_kind) and the cell."""
+    equivalence margin, the verdict's kind (report.verdict_kind), whether `withdrawn`
+    withdraws it, and the cell."""
     rows = []
     for config, trained, row, metric in claimed(studies):
         delta, ci = row[f"{metric}_delta"], row[f"{metric}_ci"]
@@ -447,6 +463,7 @@ def claim_points(studies: dict[Path, dict[str, Any]]) -> pd.DataFrame:
                 "hi": hi,
                 "margin": config["analysis"]["equivalence"],
                 "kind": verdict_kind(row, metric),
+                "withdrawn": (config["experiment"], row.a, row.b) in (withdrawn or {}),
                 "cell": f"{METRIC_NAMES[metric]} {short(row.testset)}",
             }
         )
@@ -460,10 +477,12 @@ def published_studies(results: Path, root: Path) -> tuple[dict[Path, dict[str, A
     return {root / name: configuration(root / name, []) for name in sections}, sections
 
 
-def claims_block(studies: dict[Path, dict[str, Any]], sections: dict[str, str], figure: str) -> str:
+def claims_block(
+    studies: dict[Path, dict[str, Any]], sections: dict[str, str], figure: str, withdrawn: dict[Contrast, str]
+) -> str:
     """The README's claims: `claims_table` over the published experiments and their
-    sections (`published_studies`), below their figure (`figure`: its SVG, relative to the
-    README)."""
+    sections (`published_studies`) and the verdicts `withdrawn` since, below their figure
+    (`figure`: its SVG, relative to the README)."""
     return (
         "Every contrast of the published experiments, in the order of their sections in "
         "[docs/results.md](docs/results.md) (each experiment links to its own), with the "
@@ -475,10 +494,13 @@ def claims_block(studies: dict[Path, dict[str, Any]], sections: dict[str, str], 
         "equivalent within the margin, or ? undecided, with the difference these runs would "
         'detect at 80% power at Holm\'s strictest level. "What differs" begins the list of '
         "every hyperparameter the two entries resolve to differently, which each experiment's "
-        "section gives whole. The figure draws the same cells, the margin shaded.\n\n"
+        "section gives whole. A verdict withdrawn since it was published keeps its row, "
+        f"marked withdrawn with why in a few words ({WITHDRAWN}; docs/results.md says it "
+        "whole). The figure draws the same cells, the margin shaded, a withdrawn verdict "
+        "crossed out and its interval dashed.\n\n"
         f"![Each contrast's B - A and its 95% interval in its pre-declared cell, marked by "
-        f"its verdict, the equivalence margin shaded]({figure})\n\n"
-    ) + markdown_table(claims_table(studies, sections))
+        f"its verdict or crossed out where withdrawn, the equivalence margin shaded]({figure})\n\n"
+    ) + markdown_table(claims_table(studies, sections, withdrawn))
 
 
 def replace_block(path: Path, markers: tuple[str, str], block: str, check: bool) -> bool:
@@ -509,20 +531,24 @@ def rewrite_claims(
     studies: dict[Path, dict[str, Any]],
     sections: dict[str, str],
     figure: Path,
+    withdrawn: dict[Contrast, str],
     check: bool = False,
 ) -> bool:
     """Write `claims_block` of the published experiments and their sections
-    (`published_studies`) between the claims' markers in `readme`, showing `figure`;
-    whether it was already up to date."""
+    (`published_studies`), with the verdicts `withdrawn` since, between the claims'
+    markers in `readme`, showing `figure`; whether it was already up to date."""
     svg = os.path.relpath(figure.with_suffix(".svg"), readme.parent)
-    return replace_block(readme, CLAIMS, claims_block(studies, sections, svg), check)
+    return replace_block(readme, CLAIMS, claims_block(studies, sections, svg, withdrawn), check)
 
 
-def redraw_claims(figure: Path, studies: dict[Path, dict[str, Any]], check: bool = False) -> bool:
-    """Draw `claim_points` of the published experiments (`published_studies`) into
-    `figure` (PNG, and SVG beside it), recording the points' digest as what it was drawn
-    from (with `check`, only compare); whether it was drawn from them already."""
-    points = claim_points(studies)
+def redraw_claims(
+    figure: Path, studies: dict[Path, dict[str, Any]], withdrawn: dict[Contrast, str], check: bool = False
+) -> bool:
+    """Draw `claim_points` of the published experiments (`published_studies`) and the
+    verdicts `withdrawn` since into `figure` (PNG, and SVG beside it), recording the
+    points' digest as what it was drawn from (with `check`, only compare); whether it was
+    drawn from them already."""
+    points = claim_points(studies, withdrawn)
     record = {"claims": hashlib.sha256(points.to_csv(index=False).encode()).hexdigest()}
     current = drawn_from(figure) == record == drawn_from(figure.with_suffix(".svg"))
     if not check:  # drawn again either way, so a change of the drawing shows too

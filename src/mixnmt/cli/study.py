@@ -12,6 +12,7 @@ from pathlib import Path
 from mixnmt import MixnmtError
 from mixnmt.cli.options import add_configfiles
 from mixnmt.files import Output
+from mixnmt.withdrawn import WITHDRAWN
 
 
 def config_arguments(s: argparse.ArgumentParser) -> None:
@@ -87,12 +88,18 @@ def readme_arguments(s: argparse.ArgumentParser) -> None:
     ):
         s.add_argument(flag, type=Output, default=Output(default), help=f"{what} (rewritten)")
     s.add_argument(
+        "--withdrawn",
+        type=Path,
+        default=WITHDRAWN,
+        help=f"the verdicts withdrawn since they were published, which the claims mark (default {WITHDRAWN})",
+    )
+    s.add_argument(
         "--check", action="store_true", help="only say whether both blocks and the figure are up to date"
     )
 
 
 def cmd_readme(a: argparse.Namespace) -> None:
-    from mixnmt.readme import published_studies, redraw_claims, rewrite, rewrite_claims
+    from mixnmt.readme import published_studies, redraw_claims, rewrite, rewrite_claims, withdrawn_verdicts
     from mixnmt.verify import configuration
 
     config = configuration(a.folder, a.configfile or [])
@@ -101,12 +108,13 @@ def cmd_readme(a: argparse.Namespace) -> None:
             f"{a.results}: the results of {a.folder} are not the ones its tables give; run mixnmt readme"
         )
     studies, sections = published_studies(a.results, a.folder.parent)
-    if not rewrite_claims(a.readme, studies, sections, a.figure, check=a.check) and a.check:
+    withdrawn = withdrawn_verdicts(studies, a.withdrawn)
+    if not rewrite_claims(a.readme, studies, sections, a.figure, withdrawn, check=a.check) and a.check:
         raise MixnmtError(
             f"{a.readme}: the claims are not the ones the tables of {a.results}'s experiments give; "
             "run mixnmt readme"
         )
-    if not redraw_claims(a.figure, studies, check=a.check) and a.check:
+    if not redraw_claims(a.figure, studies, withdrawn, check=a.check) and a.check:
         raise MixnmtError(
             f"{a.figure}: not drawn from the claims of {a.results}'s experiments; run mixnmt readme"
         )
