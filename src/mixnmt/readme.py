@@ -495,8 +495,8 @@ def claims_block(
         'detect at 80% power at Holm\'s strictest level. "What differs" begins the list of '
         "every hyperparameter the two entries resolve to differently, which each experiment's "
         "section gives whole. A verdict withdrawn since it was published keeps its row, "
-        f"marked withdrawn with why in a few words ({WITHDRAWN}; docs/results.md says it "
-        "whole). The figure draws the same cells, the margin shaded, a withdrawn verdict "
+        "marked withdrawn with why in a few words (docs/results.md says it whole). The "
+        "figure draws the same cells, the margin shaded, a withdrawn verdict "
         "crossed out and its interval dashed.\n\n"
         f"![Each contrast's B - A and its 95% interval in its pre-declared cell, marked by "
         f"its verdict or crossed out where withdrawn, the equivalence margin shaded]({figure})\n\n"
