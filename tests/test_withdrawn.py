@@ -72,8 +72,26 @@ def test_a_withdrawn_verdict_keeps_its_row_and_numbers_and_says_why(studies, tmp
             "multi30k-cpu: no published contrast of mixture-summary-gated against "
             "mixture-states-gated makes a claim to withdraw",
         ),
+        (
+            {
+                "multi30k-cpu-states": [
+                    {"a": "mixture-summary-gated", "b": "mixture-states-gated", "why": "w"},
+                    {"a": "mixture-summary-gated", "b": "mixture-states-gated", "why": "v"},
+                ]
+            },
+            "multi30k-cpu-states: mixture-summary-gated against mixture-states-gated is withdrawn twice",
+        ),
     ],
-    ids=["no why", "empty why", "unknown key", "not a list", "not a mapping", "reversed", "not published"],
+    ids=[
+        "no why",
+        "empty why",
+        "unknown key",
+        "not a list",
+        "not a mapping",
+        "reversed",
+        "not published",
+        "twice",
+    ],
 )
 def test_a_withdrawal_that_is_malformed_or_withdraws_no_published_claim_is_refused_in_one_line(
     studies, tmp_path, entries, error

@@ -46,10 +46,15 @@ def withdrawals(path: Path, claimed: set[Contrast]) -> dict[Contrast, str]:
     error = jsonschema.exceptions.best_match(Validator(SCHEMA).iter_errors(entries))
     if error is not None:
         raise MixnmtError(f"{path}: {schema_error(error)}")
-    found = {(experiment, w["a"], w["b"]): w["why"] for experiment, items in entries.items() for w in items}
-    for experiment, a, b in found:
-        if (experiment, a, b) not in claimed:
-            raise MixnmtError(
-                f"{path}: {experiment}: no published contrast of {a} against {b} makes a claim to withdraw"
-            )
+    found: dict[Contrast, str] = {}
+    for experiment, items in entries.items():
+        for w in items:
+            contrast, pair = (experiment, w["a"], w["b"]), f"{w['a']} against {w['b']}"
+            if contrast not in claimed:
+                raise MixnmtError(
+                    f"{path}: {experiment}: no published contrast of {pair} makes a claim to withdraw"
+                )
+            if contrast in found:
+                raise MixnmtError(f"{path}: {experiment}: {pair} is withdrawn twice (one entry a contrast)")
+            found[contrast] = w["why"]
     return found
