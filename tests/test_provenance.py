@@ -1,11 +1,16 @@
 """The code version recorded with every run, score, translation and table."""
 
+import hashlib
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 
-from mixnmt.provenance import code_version, git_state, stamped, version
+from mixnmt.provenance import code_version, committed_sha256, git_state, stamped, version
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def git(repo: Path, *args: str) -> None:
@@ -36,6 +41,22 @@ def test_dirty_means_edited_code_or_config_not_rewritten_results(tmp_path):
 
 def test_outside_a_checkout_nothing_is_claimed(tmp_path):
     assert git_state(tmp_path) == {"commit": None, "dirty": None}
+
+
+def test_a_files_committed_texts_are_every_version_its_history_holds(tmp_path):
+    """`committed_sha256`: the sha256 of each committed version of a file, not of an edit
+    never committed, and none outside a checkout."""
+    caption = tmp_path / "report" / "figure.rst"
+    caption.parent.mkdir()
+    assert committed_sha256(caption) == frozenset()
+    git(tmp_path, "init", "-q")
+    for text in ("first words\n", "second words\n"):
+        caption.write_text(text)
+        git(tmp_path, "add", ".")
+        git(tmp_path, "commit", "-qm", text)
+    caption.write_text("an edit never committed\n")
+    committed_sha256.cache_clear()
+    assert committed_sha256(caption) == {sha256(b"first words\n"), sha256(b"second words\n")}
 
 
 def test_a_version_is_the_commit_marked_dirty_for_edited_code():

@@ -163,6 +163,50 @@ def test_a_headline_file_edited(study):
     assert breaks(study) == [f"{path}: differs from what scores.tsv gives"]
 
 
+def test_a_figure_or_table_added_after_a_study_was_published_is_not_asked_of_it(study, monkeypatch):
+    """A study is checked against the figures and tables its report shows: one the code
+    draws now that it does not show is no break, one it shows that is gone is."""
+    from mixnmt import verify as checking
+
+    figure, table = next(iter(checking.FIGURES)), next(iter(checking.TABLES))
+    monkeypatch.setattr(checking, "FIGURES", {**checking.FIGURES, "added": checking.FIGURES[figure]})
+    monkeypatch.setattr(checking, "TABLES", {**checking.TABLES, "added": checking.TABLES[table]})
+    assert breaks(study) == []
+    (study / "figures" / f"{figure}.png").unlink()
+    assert breaks(study)[0] == f"{study / 'figures' / figure}.png: missing"
+
+
+def test_a_figure_the_report_shows_and_the_code_draws_no_longer_is_a_break(study, monkeypatch):
+    from mixnmt import verify as checking
+
+    figure, *kept = checking.FIGURES
+    monkeypatch.setattr(checking, "FIGURES", {name: checking.FIGURES[name] for name in kept})
+    assert breaks(study) == [
+        f"{study / 'report.html'}: made from other files than the configuration's "
+        f"(figures/{figure}.png, workflow/report/{figure}.rst, ...)"
+    ]
+
+
+def test_a_caption_edited_after_the_report_was_made_stands_if_a_commit_had_its_text(study, monkeypatch):
+    """The report records the sha256 of each caption it shows; a caption edited since is
+    the project's text still when one of its commits had that text (its git history)."""
+    from mixnmt import verify as checking
+    from mixnmt.report import read_inputs
+
+    report = study / "report.html"
+    page = report.read_text(encoding="utf-8")
+    caption = f"workflow/report/{next(iter(checking.FIGURES))}.rst"
+    earlier = "0" * 64  # the sha256 of a text the caption had at an earlier commit
+    record = read_inputs(page)
+    report.write_text(page.replace(record[caption], earlier), encoding="utf-8")
+    assert breaks(study) == [
+        f"{report}: {caption} changed since it was made (sha256 differs, and no commit of it has the "
+        "recorded one)"
+    ]
+    monkeypatch.setattr(checking, "committed_sha256", lambda path: frozenset({earlier}))
+    assert breaks(study) == []
+
+
 def test_an_aggregation_over_two_configurations_is_refused(study, tmp_path):
     """A model entry changed since the runs were made: `mixnmt aggregate` under the new
     configuration refuses the old runs' files, naming the first and both fingerprints."""

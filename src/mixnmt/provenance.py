@@ -3,6 +3,8 @@ which files: what a figure or the report records of its inputs (`made_from`)."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
 import json
 import os
@@ -24,19 +26,23 @@ COMMIT_VARIABLE = "MIXNMT_COMMIT"
 is then unknown."""
 
 
+def git_output(folder: Path, *args: str) -> bytes | None:
+    """What `git args` prints, run in `folder`; None outside a git checkout or without git."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 def git_state(folder: Path = HERE) -> dict[str, Any]:
     """Commit and dirty flag of the git checkout holding `folder`; outside one, the
     commit named by $MIXNMT_COMMIT, if set, with an unknown dirty flag.
     Dirty means edited code or configuration: a run rewriting committed results/ is not."""
 
     def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
+        out = git_output(folder, *args)
+        return None if out is None else out.decode().strip()
 
     commit = git("rev-parse", "HEAD")
     if not commit:
@@ -44,6 +50,16 @@ def git_state(folder: Path = HERE) -> dict[str, Any]:
     code = [":/", ":(top,exclude)results"]  # the whole checkout but results/
     status = git("status", "--porcelain", "--untracked-files=no", "--", *code)
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+@functools.cache
+def committed_sha256(path: Path) -> frozenset[str]:
+    """sha256 of every version of `path` committed to the git checkout it lies in (none
+    outside one): whether a file's recorded digest is of a text the project once had."""
+    folder, name = path.resolve().parent, path.name
+    commits = (git_output(folder, "log", "--format=%H", "--", name) or b"").decode().split()
+    texts = (git_output(folder, "show", f"{commit}:./{name}") for commit in commits)
+    return frozenset(hashlib.sha256(text).hexdigest() for text in texts if text is not None)
 
 
 def version(git: dict[str, Any]) -> str | None:

@@ -257,13 +257,13 @@ class ReportInputs:
     significance: list[Path]
     lengths: list[Path]
     manifests: list[Path]
-    figures: dict[str, Path]  # name -> PNG (an SVG lies next to each), for every figure of FIGURES
-    tables: dict[str, Path]  # name -> TSV, for every table of TABLES
+    figures: dict[str, Path]  # name -> PNG (an SVG next to each) of each figure shown: all of FIGURES
+    tables: dict[str, Path]  # name -> TSV of each table shown: all of TABLES
     captions: Path  # folder of <name>.rst captions (plain paragraphs)
 
     def files(self) -> list[Path]:
         """Every file the report is made from: its inputs and the captions it shows."""
-        captions = [self.captions / f"{name}.rst" for name in [*FIGURES, "scores"]]
+        captions = [self.captions / f"{name}.rst" for name in [*self.figures, "scores"]]
         return [
             self.scores,
             *self.significance,

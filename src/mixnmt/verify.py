@@ -35,7 +35,7 @@ from mixnmt.files import read_json, read_lines, read_table, sha256sum, write_lin
 from mixnmt.inputs import INPUTS, input_files
 from mixnmt.lineage import records
 from mixnmt.paths import Layout, run
-from mixnmt.provenance import drawn_from
+from mixnmt.provenance import committed_sha256, drawn_from
 from mixnmt.report import CONFIG_INPUT, ReportInputs, config_digest, markdown_scores, read_inputs, reported
 from mixnmt.runs import ANALYSIS_ADDED, IDENTITY, fingerprint
 from mixnmt.scoretable import aggregate, headline_numbers
@@ -218,12 +218,31 @@ class Verification:
             self.check_lengths(testset)
         self.check_summary()
         files = input_files(self.layout, self.models, self.seeds, self.testsets, TABLES)
-        for name, table in TABLES.items():
-            self.check_table(name, table.inputs, files)
-        for name, figure in FIGURES.items():
-            self.check_figure(name, [p for kind in figure.inputs for p in files[kind]])
-        self.check_report(files)
+        figures, tables = self.shown()
+        for name in tables:
+            self.check_table(name, TABLES[name].inputs, files)
+        for name in figures:
+            self.check_figure(name, [p for kind in FIGURES[name].inputs for p in files[kind]])
+        self.check_report(files, figures, tables)
         return self.chain
+
+    def shown(self) -> tuple[list[str], list[str]]:
+        """The figures and tables the report shows: of those this code makes, the ones its
+        record names (a study published before a figure or table was added has none of it),
+        or all where it records nothing (which `check_report` reports)."""
+        page = Path(self.layout.report)
+        record = read_inputs(page.read_text(encoding="utf-8")) if page.is_file() else None
+        if record is None:
+            return list(FIGURES), list(TABLES)
+        named = {within(p, self.folder.resolve().name) for p in record}
+
+        def recorded(paths: dict[str, str]) -> list[str]:
+            return [name for name, path in paths.items() if self.relative(path) in named]
+
+        return (
+            recorded({name: self.layout.figure(name) for name in FIGURES}),
+            recorded({name: self.layout.table(name) for name in TABLES}),
+        )
 
     def check_run(self, model: str, seed: int) -> None:
         """The run's manifest against the configuration, then every file made from it."""
@@ -496,7 +515,9 @@ class Verification:
 
     def recorded_inputs(self, path: str, record: dict[str, str] | None, expected: list[str]) -> str | None:
         """A figure's or the report's record of its inputs against the files it should
-        have been made from, and their contents now."""
+        have been made from, and their contents now: the project's own files (the report's
+        captions) as they are or as any commit of them was, so that a caption edited after
+        a study was published leaves its report standing."""
         if record is None:
             return "an old format that records no inputs; remake it with the current code"
         name = self.folder.resolve().name
@@ -506,8 +527,10 @@ class Verification:
             odd = sorted(set(found) ^ want)[:3]
             return f"made from other files than the configuration's ({', '.join(odd)}, ...)"
         for relative, digest in found.items():
-            if sha256sum(self.located(relative)) != digest:
-                return f"{relative} changed since it was made (sha256 differs)"
+            path, ours = self.located(relative), relative.startswith("workflow/")
+            if sha256sum(path) != digest and not (ours and digest in committed_sha256(path)):
+                never = ", and no commit of it has the recorded one" if ours else ""
+                return f"{relative} changed since it was made (sha256 differs{never})"
         return None
 
     def relative(self, path: str) -> str:
@@ -535,7 +558,7 @@ class Verification:
         self.chain.check(png, inputs, test)
         self.chain.check(svg, [png], vector)
 
-    def check_report(self, files: dict[str, list[str]]) -> None:
+    def check_report(self, files: dict[str, list[str]], figures: list[str], tables: list[str]) -> None:
         layout = self.layout
         captions = Path("workflow/report")
         inputs = ReportInputs(
@@ -543,8 +566,8 @@ class Verification:
             [Path(p) for p in files["significance"]],
             [Path(p) for p in files["lengths"]],
             [Path(p) for p in files["manifests"]],
-            {name: Path(layout.figure(name)) for name in FIGURES},
-            {name: Path(layout.table(name)) for name in TABLES},
+            {name: Path(layout.figure(name)) for name in figures},
+            {name: Path(layout.table(name)) for name in tables},
             captions,
         )
         expected = [str(p) for p in inputs.files()]
