@@ -226,15 +226,19 @@ class Verification:
         self.check_report(files, figures, tables)
         return self.chain
 
+    @functools.cached_property
+    def report_record(self) -> dict[str, str] | None:
+        """The report's record of its inputs, read once; None without a report or a record."""
+        page = Path(self.layout.report)
+        return read_inputs(page.read_text(encoding="utf-8")) if page.is_file() else None
+
     def shown(self) -> tuple[list[str], list[str]]:
         """The figures and tables the report shows: of those this code makes, the ones its
         record names (a study published before a figure or table was added has none of it),
         or all where it records nothing (which `check_report` reports)."""
-        page = Path(self.layout.report)
-        record = read_inputs(page.read_text(encoding="utf-8")) if page.is_file() else None
-        if record is None:
+        if self.report_record is None:
             return list(FIGURES), list(TABLES)
-        named = {within(p, self.folder.resolve().name) for p in record}
+        named = {within(p, self.folder.resolve().name) for p in self.report_record}
 
         def recorded(paths: dict[str, str]) -> list[str]:
             return [name for name, path in paths.items() if self.relative(path) in named]
@@ -573,7 +577,7 @@ class Verification:
         expected = [str(p) for p in inputs.files()]
 
         def test() -> str | None:
-            record = read_inputs(Path(layout.report).read_text(encoding="utf-8"))
+            record = None if self.report_record is None else dict(self.report_record)
             if record is not None and record.pop(CONFIG_INPUT, None) != config_digest(reported(self.config)):
                 return "made with another configuration than the experiment's"
             return self.recorded_inputs(layout.report, record, expected)
