@@ -480,8 +480,8 @@ def main() -> None:
     device = torch.device(a.device)
     layout = Layout(str(a.data)) if a.data else None
     seed = a.seed or config["seeds"][0]
-    settings = TrainConfig.values(config | {"max_steps": None}, seed=1)
-    new = precision(a.precision or settings["precision"], device)
+    uncapped = config | {"max_steps": None}
+    new = precision(a.precision or TrainConfig.values(uncapped, seed=1)["precision"], device)
     paths = {"new": new, **({BEFORE: "fp32"} if a.baseline else {})}
 
     torch.set_num_threads(a.threads)
@@ -503,6 +503,7 @@ def main() -> None:
         print(f"{p} torch.mm peak: {peaks[p]:.1f} GFLOP/s on {name}")
     jobs, versus = [], {}
     for model in models:
+        settings = TrainConfig.values(uncapped, seed=1, model=model)
         files = study_files(config, layout, model, seed) if layout else {"train": None, "checkpoint": None}
         reference = reference_for(model, config["models"][model]) if a.references else None
         runs = [(path, None) for path in paths] + ([("new", reference)] if reference else [])

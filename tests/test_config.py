@@ -455,3 +455,59 @@ def test_a_models_entry_that_built_is_not_built_again_until_code_or_entry_change
     monkeypatch.setattr(mixnmt.config, "code_and_versions", lambda: ["other code"])
     check(CONFIG)
     assert sorted(built) == sorted(CONFIG["models"])
+
+
+def variant_training(name: str, own: dict) -> dict:
+    """CONFIG with a variant of model `name` that trains with `own` settings (`<name>-own`)."""
+    from mixnmt.models import architecture
+
+    entry = CONFIG["models"][name] or {}
+    variant = {**entry, "arch": architecture(name, entry), "train": own}
+    return merge(CONFIG, {"models": {f"{name}-own": variant}})
+
+
+def test_a_model_entrys_train_settings_override_the_sections_for_its_runs_only():
+    """A variant that trains differently is a config entry: `train` in it overrides the
+    `train` section for its runs, is checked with the config, and is no hyperparameter."""
+    from mixnmt.config import TrainConfig, fingerprints
+    from mixnmt.paths import run
+    from mixnmt.readme import differences
+
+    name = next(iter(CONFIG["models"]))
+    config = variant_training(name, {"decay": "matrices", "epochs": 3})
+    check_strictly(config, SCHEMA)
+    check(config)
+    own, section = TrainConfig.from_config(config, 1, f"{name}-own"), TrainConfig.from_config(config, 1, name)
+    assert (own.decay, own.epochs) == ("matrices", 3) != (section.decay, section.epochs)
+    assert own == TrainConfig.from_config(merge(config, {"train": {"decay": "matrices", "epochs": 3}}), 1)
+    assert resolve(f"{name}-own", config["models"][f"{name}-own"]) == resolve(name, CONFIG["models"][name])
+    prints = fingerprints(config)
+    assert prints[run(name, 1)] == fingerprints(CONFIG)[run(name, 1)] != prints[run(f"{name}-own", 1)]
+    # what a contrast of the two changes, as the README says it
+    section = CONFIG["train"]
+    assert differences(config, name, f"{name}-own") == (
+        f"train.epochs {section['epochs']} → 3; train.decay {section['decay']} → matrices"
+    )
+
+
+@pytest.mark.parametrize(
+    "own, expected",
+    [
+        ({"decay": "biases"}, r"train.decay: 'biases' is not one of \['all', 'matrices'\]$"),
+        ({"seed": 3}, r"train: Additional properties are not allowed \('seed' was unexpected\)$"),
+        ({"lr": -1}, r"train.lr: -1 is less than or equal to the minimum of 0$"),
+    ],
+)
+def test_a_model_entrys_train_settings_are_checked_with_their_key(own, expected):
+    name = next(iter(CONFIG["models"]))
+    with pytest.raises(MixnmtError, match=f"^models.{name}-own.{expected}"):
+        check_strictly(variant_training(name, own), SCHEMA)
+
+
+def test_a_model_that_trains_longer_counts_so_in_the_cpu_estimate():
+    from mixnmt.config import cpu_hours
+
+    name = next(iter(CONFIG["models"]))
+    config = variant_training(name, {"epochs": 2 * CONFIG["train"]["epochs"]})
+    hours = {model: cpu_hours(config, 2, True, [model]) for model in (name, f"{name}-own")}
+    assert hours[f"{name}-own"] == pytest.approx(2 * hours[name])

@@ -380,13 +380,19 @@ def test_the_readme_says_how_long_each_model_trained_and_what_one_seed_is():
     one seed's numbers are labelled one run's, a description."""
     from mixnmt.readme import how_summarised, how_trained
 
-    config = {"train": {"max_tokens": 4096, "epochs": 40, "patience": 5}}
+    config = {"train": {"max_tokens": 4096, "epochs": 40, "patience": 5}, "models": {"a": {}, "b": None}}
     assert how_trained(config, {"a": 40, "b": 40}, 4920) == (
         "each trained for 40 epochs (4920 updates of batches of at most 4096 tokens)"
     )
     assert how_trained(config, {"a": 23, "b": 40}, 2829) == (
         "each trained on batches of at most 4096 tokens until its validation loss had not improved "
         "for 5 epochs, or for at most 40 (the epochs each ran: the cost table)"
+    )
+    # a model whose entry trains it differently: said, and its own epochs are its budget
+    config["models"]["a"] = {"train": {"epochs": 20, "decay": "matrices"}}
+    assert how_trained(config, {"a": 20, "b": 40}, 4920) == (
+        "each trained for 40 epochs (4920 updates of batches of at most 4096 tokens), "
+        "`a` with epochs 20, decay matrices,"
     )
     assert how_summarised([1]).startswith("One seed (1): every number is one run's, a description")
     assert how_summarised([1, 2]).startswith("Means ± sd over seeds")

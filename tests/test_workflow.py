@@ -286,6 +286,21 @@ def test_the_order_of_keys_never_changes_a_jobs_command(workdir):
     assert commands[0] == commands[1] and any(c.startswith("mixnmt train") for c in commands[0])
 
 
+def test_a_variant_that_trains_differently_trains_with_its_own_settings(workdir):
+    """A config entry's `train` reaches its runs' training jobs, and no other model's."""
+    tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
+    name = tiny["only"][0]
+    tiny["models"]["variant"] = {**tiny["models"][name], "arch": name, "train": {"decay": "matrices"}}
+    tiny["only"].append("variant")
+    result = snakemake(workdir, "-n", "-p", "--configfile", overlay(workdir, yaml.safe_dump(tiny)))
+    assert result.returncode == 0, result.stdout[-2000:]
+    said = [line.removeprefix("Shell command: ") for line in (result.stdout + result.stderr).splitlines()]
+    trains = [line for line in said if line.startswith("mixnmt train")]
+    decays = {re.search(r"--model (\S+)", c)[1]: re.search(r'"decay": "(\w+)"', c)[1] for c in trains}
+    section = tiny["train"].get("decay", CONFIG["train"]["decay"])
+    assert section != "matrices" and decays == dict.fromkeys(tiny["only"], section) | {"variant": "matrices"}
+
+
 def test_a_long_value_is_cut_short_in_the_message(workdir):
     result = snakemake(
         workdir, "-n", "--configfile", overlay(workdir, f"train:\n  lr: {list(range(5000))}\n")

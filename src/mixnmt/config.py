@@ -131,19 +131,27 @@ class TrainConfig:
         object.__setattr__(self, "betas", tuple(self.betas))  # YAML gives a list
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], seed: int) -> TrainConfig:
-        """The settings of run `seed` of a loaded config: its `train` section with the
-        seed and the config's `max_steps`, each checked."""
-        return config_section(cls, "train", cls.values(config, seed))
+    def from_config(cls, config: dict[str, Any], seed: int, model: str | None = None) -> TrainConfig:
+        """The settings of run `seed` of `model` in a loaded config: its `train` section
+        under the model's own (`train_settings`), with the seed and the config's
+        `max_steps`, each checked."""
+        return config_section(cls, "train", cls.values(config, seed, model))
 
     @classmethod
-    def values(cls, config: dict[str, Any], seed: int) -> dict[str, Any]:
+    def values(cls, config: dict[str, Any], seed: int, model: str | None = None) -> dict[str, Any]:
         """`from_config`'s settings as plain values (what `mixnmt train --config` takes),
         `precision: auto` resolved on this machine: a run's fingerprint says what it computes in."""
-        train = config["train"]
+        train = train_settings(config, model)
         if train.get("precision") == "auto":
             train = {**train, "precision": auto_precision(cuda_available(), cpu_native_bf16())}
         return {**train, "seed": int(seed), "max_steps": config["max_steps"]}
+
+
+def train_settings(config: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """The training settings of `model`'s runs: the `train` section with the model entry's
+    own `train` over it (a variant that trains differently); None: the section alone."""
+    own = (config["models"][model] or {}).get("train", {}) if model else {}
+    return {**config["train"], **own}
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,9 @@ def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
     rules = yaml.safe_load(Path(path).read_text())
     for name, (cls, exclude) in SETTINGS.items():
         rules["properties"][name] = settings_schema(cls, exclude)
+    entry = rules["properties"]["models"]["additionalProperties"]["properties"]
+    own = "the training settings of this model's runs that differ from the `train` section's"
+    entry["train"] = rules["properties"]["train"] | {"required": [], "description": own}
     return rules
 
 
@@ -188,7 +199,10 @@ def fingerprints(config: dict[str, Any]) -> dict[str, str]:
     return {
         run(model, seed): fingerprint(
             definition(
-                model, config["models"][model], TrainConfig.from_config(config, seed), data_definition(config)
+                model,
+                config["models"][model],
+                TrainConfig.from_config(config, seed, model),
+                data_definition(config),
             )
         )
         for model in selected(config)
@@ -460,16 +474,22 @@ def cpu_hours(config: dict[str, Any], cores: int, native: bool, runs: list[str] 
     cores that compute bf16 natively (`native`) or emulate it, within `max_steps` where it
     caps them: in proportion to each model's parameters."""
     runs = every_run(config) if runs is None else runs
-    spm = config["spm"]
-    sizes = {
-        name: parameters(name, config["models"][name], spm["vocab_size"], spm["joint"]) for name in set(runs)
-    }
-    per_epoch = sum(sizes[name] for name in runs) / 1e6 * training_megabytes(config) * CPU_SECONDS
-    hours = per_epoch * cpu_epochs(config) * 2 / cores / 3600
+    spm, hours = config["spm"], 0.0
+    for name in dict.fromkeys(runs):
+        size = parameters(name, config["models"][name], spm["vocab_size"], spm["joint"])
+        own = config | {"train": train_settings(config, name)}
+        per_epoch = runs.count(name) * size / 1e6 * training_megabytes(config) * CPU_SECONDS
+        hours += per_epoch * cpu_epochs(own) * 2 / cores / 3600 * cpu_slowdown(own, native)
+    return hours
+
+
+def cpu_slowdown(config: dict[str, Any], native: bool) -> float:
+    """How many times bf16's time on cores that compute it natively (`native`) or emulate
+    it training in `config`'s `train.precision` takes."""
     setting = config["train"]["precision"]
     if (auto_precision(False, native) if setting == "auto" else setting) == "fp32":
-        return hours * CPU_FP32
-    return hours if native else hours * CPU_FP32 * CPU_EMULATED_BF16
+        return CPU_FP32
+    return 1.0 if native else CPU_FP32 * CPU_EMULATED_BF16
 
 
 def parameters(name: str, entry: dict | None, vocab: int, shared_vocab: bool) -> int:

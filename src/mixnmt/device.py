@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import torch
 
-from mixnmt.config import CPU_EMULATED_BF16, FP32
+from mixnmt.config import CPU_EMULATED_BF16, FP32, train_settings
 from mixnmt.machine import auto_precision, cpu_native_bf16
 from mixnmt.models import REGISTRY, resolve
 
@@ -119,7 +119,7 @@ def gpu_shares(config: dict[str, Any], model: str, ids: list[str | Path], memory
     widest batch holds beyond a model's usual (latent models' logits), all at most."""
     arch, hyperparameters = resolve(model, config["models"][model])
     width = widest(tuple(map(str, ids)))
-    tokens, vocab = config["train"]["max_tokens"], config["spm"]["vocab_size"]
+    tokens, vocab = train_settings(config, model)["max_tokens"], config["spm"]["vocab_size"]
     need = REGISTRY[arch].held_bytes(hyperparameters, tokens, width, vocab)
     return min(shares, max(1, math.ceil(need / (memory / shares))))
 

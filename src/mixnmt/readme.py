@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from mixnmt import MixnmtError
 from mixnmt.compare import statistic_of
-from mixnmt.config import primary, selected
+from mixnmt.config import primary, selected, train_settings
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
 from mixnmt.provenance import drawn_from
@@ -50,8 +50,8 @@ def spread(values: pd.Series) -> str:
 
 def differences(config: dict[str, Any], a: str, b: str) -> str:
     """Every hyperparameter two models' config entries resolve to differently ("key A → B";
-    "-" where an architecture has no such key or the entry's others make it inert): what a
-    contrast changes."""
+    "-" where an architecture has no such key or the entry's others make it inert), and
+    every training setting ("train.key A → B"): what a contrast changes."""
     from mixnmt.models import REGISTRY, resolve  # imports torch: only here
 
     (arch_a, ha), (arch_b, hb) = resolve(a, config["models"][a]), resolve(b, config["models"][b])
@@ -63,6 +63,8 @@ def differences(config: dict[str, Any], a: str, b: str) -> str:
     for key in dict.fromkeys([*ha, *hb]):
         if ha.get(key, "-") != hb.get(key, "-"):
             changes.append(f"{key} {ha.get(key, '-')} → {hb.get(key, '-')}")
+    ta, tb = train_settings(config, a), train_settings(config, b)
+    changes += [f"train.{key} {ta[key]} → {tb[key]}" for key in ta if ta[key] != tb[key]]
     return "; ".join(changes)
 
 
@@ -248,13 +250,31 @@ def how_trained(config: dict[str, Any], epochs: dict[str, int], steps: int) -> s
     (`epochs`: each model's, first seed)."""
     train = config["train"]
     batches = f"batches of at most {train['max_tokens']} tokens"
-    if all(n == train["epochs"] for n in epochs.values()):
-        return f"each trained for {train['epochs']} epochs ({steps} updates of {batches})"
+    if ran_their_epochs(config, epochs):
+        return (
+            f"each trained for {train['epochs']} epochs ({steps} updates of {batches}){own(config, epochs)}"
+        )
     return (
         f"each trained on {batches} until its validation loss had not improved for "
         f"{train['patience']} epochs, or for at most {train['epochs']} (the epochs each ran: "
-        "the cost table)"
+        f"the cost table){own(config, epochs)}"
     )
+
+
+def ran_their_epochs(config: dict[str, Any], epochs: dict[str, int]) -> bool:
+    """Whether every model trained for its epochs (`epochs`: each model's, first seed)."""
+    return all(n == train_settings(config, m)["epochs"] for m, n in epochs.items())
+
+
+def own(config: dict[str, Any], models: Iterable[str]) -> str:
+    """The training settings of `models` that their entries override, in words (", `m`
+    with decay matrices,"), or ""."""
+    overrides = [
+        f"`{m}` with " + ", ".join(f"{k} {v}" for k, v in config["models"][m]["train"].items())
+        for m in models
+        if "train" in (config["models"][m] or {})
+    ]
+    return f", {', '.join(overrides)}," if overrides else ""
 
 
 def how_summarised(seeds: list[int]) -> str:
@@ -394,14 +414,16 @@ def claimed(studies: dict[Path, dict[str, Any]]) -> Iterator[tuple[dict[str, Any
     makes a claim, in order: the experiment's configuration, how long and in what
     precision it trained, and the pre-declared cell's row of its table and metric."""
     for folder, config in studies.items():
-        layout, train = Layout(str(folder)), config["train"]
-        epochs = epochs_run(layout, config, selected(config))
-        budget = "" if all(n == train["epochs"] for n in epochs.values()) else "at most "
-        trained = f"{budget}{train['epochs']} epochs, {train['precision']}"
+        layout = Layout(str(folder))
+        budget = "" if ran_their_epochs(config, epochs_run(layout, config, selected(config))) else "at most "
         contrasts = read_table(layout.table("contrasts"))
-        for _, pair in contrasts.groupby(["a", "b"], sort=False):
-            found = primary_cell(pair)
+        for pair, cells in contrasts.groupby(["a", "b"], sort=False):
+            found = primary_cell(cells)
             if found is not None:  # else every cell descriptive: no claim
+                settings = (train_settings(config, m) for m in pair)
+                trained = " / ".join(
+                    dict.fromkeys(f"{budget}{t['epochs']} epochs, {t['precision']}" for t in settings)
+                )
                 yield config, trained, *found
 
 

@@ -106,8 +106,9 @@ translation = LAYOUT.translation
 
 
 def train_config(wildcards):
-    """JSON of the training settings: the `train` section plus seed and step cap."""
-    return canonical(TrainConfig.values(config, wildcards.seed))
+    """JSON of the training settings: the `train` section under the model's own, plus
+    seed and step cap."""
+    return canonical(TrainConfig.values(config, wildcards.seed, wildcards.model))
 
 
 # What defines the data of every run, and the fingerprint the configuration gives each

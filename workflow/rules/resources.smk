@@ -4,7 +4,15 @@ of seeds."""
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from mixnmt.config import CONFIG, CPU_EXPERIMENT, cpu_fits, cpu_notice, merge, read
+from mixnmt.config import (
+    CONFIG,
+    CPU_EXPERIMENT,
+    cpu_fits,
+    cpu_notice,
+    merge,
+    read,
+    train_settings,
+)
 from mixnmt.machine import cpu_native_bf16, cuda_available, torch_environment
 from mixnmt.progress import watch_training
 
@@ -91,7 +99,11 @@ onstart:
         if runs:  # torch: only where training runs
             from mixnmt.device import emulated_bf16, pick_device
 
-            warning = emulated_bf16(config["train"]["precision"], pick_device())
+            precisions = dict.fromkeys(
+                train_settings(config, m)["precision"] for m in runs
+            )
+            warnings = (emulated_bf16(p, pick_device()) for p in precisions)
+            warning = next(filter(None, warnings), None)
         if warning:
             logger.warning(warning)
         native, cores = cpu_native_bf16(), workflow.cores

@@ -97,8 +97,10 @@ def architecture(name: str, entry: dict | None) -> str:
 
 def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
     """The architecture and all hyperparameters of config entry `models.<name>` (its
-    values over the architecture's defaults), after checking them against the schema."""
-    entry = {"arch": architecture(name, entry), **(entry or {})}
+    values over the architecture's defaults), after checking them against the schema. An
+    entry's `train`, the training settings its runs override (mixnmt.config), is no
+    hyperparameter: left out."""
+    entry = {"arch": architecture(name, entry), **{k: v for k, v in (entry or {}).items() if k != "train"}}
     error = jsonschema.exceptions.best_match(Validator(entry_schema()).iter_errors(entry))
     if error is not None:
         message = schema_error(error, f"models.{name}")
