@@ -471,7 +471,7 @@ def test_a_model_entrys_train_settings_override_the_sections_for_its_runs_only()
     `train` section for its runs, is checked with the config, and is no hyperparameter."""
     from mixnmt.config import TrainConfig, fingerprints
     from mixnmt.paths import run
-    from mixnmt.readme import differences
+    from mixnmt.readme import contrasts_legend, differences
 
     name = next(iter(CONFIG["models"]))
     config = variant_training(name, {"decay": "matrices", "epochs": 3})
@@ -488,6 +488,9 @@ def test_a_model_entrys_train_settings_override_the_sections_for_its_runs_only()
     assert differences(config, name, f"{name}-own") == (
         f"train.epochs {section['epochs']} → 3; train.decay {section['decay']} → matrices"
     )
+    legends = [contrasts_legend(c) for c in (CONFIG, config)]
+    assert legends[0].endswith("resolve to differently.")
+    assert legends[1] == legends[0][:-1] + ", and every training setting (train.<key>) their runs differ in."
 
 
 @pytest.mark.parametrize(

@@ -149,9 +149,14 @@ class TrainConfig:
 
 def train_settings(config: dict[str, Any], model: str | None) -> dict[str, Any]:
     """The training settings of `model`'s runs: the `train` section with the model entry's
-    own `train` over it (a variant that trains differently); None: the section alone."""
-    own = (config["models"][model] or {}).get("train", {}) if model else {}
-    return {**config["train"], **own}
+    own over it (`own_train`); None: the section alone."""
+    return {**config["train"], **(own_train(config, model) if model else {})}
+
+
+def own_train(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The training settings model `model`'s entry overrides (its `train`: a variant that
+    trains differently), or none."""
+    return (config["models"][model] or {}).get("train", {})
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from mixnmt import MixnmtError
 from mixnmt.compare import statistic_of
-from mixnmt.config import primary, selected, train_settings
+from mixnmt.config import own_train, primary, selected, train_settings
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
 from mixnmt.provenance import drawn_from
@@ -270,9 +270,9 @@ def own(config: dict[str, Any], models: Iterable[str]) -> str:
     """The training settings of `models` that their entries override, in words (", `m`
     with decay matrices,"), or ""."""
     overrides = [
-        f"`{m}` with " + ", ".join(f"{k} {v}" for k, v in config["models"][m]["train"].items())
+        f"`{m}` with " + ", ".join(f"{k} {v}" for k, v in own_train(config, m).items())
         for m in models
-        if "train" in (config["models"][m] or {})
+        if own_train(config, m)
     ]
     return f", {', '.join(overrides)}," if overrides else ""
 
@@ -321,8 +321,18 @@ def contrasts_legend(config: dict[str, Any]) -> str:
         "two one-sided tests' p, adjusted with them), or ? undecided, with the difference "
         "these runs would detect at 80% power at Holm's strictest level, whatever the other "
         "contrasts show (simulated from the runs' spread). Every other cell describes. "
-        '"What differs" lists every hyperparameter the two entries resolve to differently.'
+        '"What differs" lists every hyperparameter the two entries resolve to differently'
+        + (
+            ", and every training setting (train.<key>) their runs differ in."
+            if trains_apart(config)
+            else "."
+        )
     )
+
+
+def trains_apart(config: dict[str, Any]) -> bool:
+    """Whether a model of the experiment trains with settings of its own (its entry's `train`)."""
+    return any(own_train(config, m) for m in selected(config))
 
 
 def results_block(folder: Path, config: dict[str, Any]) -> str:
