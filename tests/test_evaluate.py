@@ -818,7 +818,7 @@ def test_the_reports_answer_is_generated_from_the_primary_cells_of_the_contrast_
     )
     (same,) = answer(contrast_rows([(0.1, "equivalent (within 1)", 0.98)]), welch)
     assert same == (
-        "big against small (5 and 5 runs): small and big are equivalent (within 1) points of chrF on t0 "
+        "big against small (5 and 5 runs): small and big are equivalent (within 1) in chrF on t0 "
         "(B - A +0.10, 95% [-0.90 .. +1.10]; TOST Holm p=0.020)."
     )
     (single,) = answer(contrast_rows([(1.5, "undecided", 1.0)], seeds=1), welch)

@@ -154,7 +154,7 @@ def finding(row: pd.Series, metric: str, statistic: Statistic) -> str:
         )
     if kind == "equivalent":
         return (
-            f"{a} and {b} are {verdict} points of {where} (B - A {delta:+.2f}, 95% [{ci}]; "
+            f"{a} and {b} are {verdict} in {where} (B - A {delta:+.2f}, 95% [{ci}]; "
             f"TOST Holm {p_text(row[f'{metric}_tost_p_holm'])})"
         )
     return (
