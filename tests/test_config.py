@@ -254,12 +254,21 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     """Each published CPU study starts without `allow_cpu` on cores with AVX-512 BF16 or
     AMX; where bf16 is emulated it stops, naming the fp32 override for this run, and what
     fits there is the CPU experiment in fp32, not itself as it was given."""
-    from mixnmt.config import CPU_EMULATED_BF16, CPU_FP32, cpu_fits, cpu_hours, cpu_notice
+    from mixnmt.config import (
+        CPU_EMULATED_BF16,
+        CPU_FP32,
+        cpu_fits,
+        cpu_hours,
+        cpu_notice,
+        every_run,
+        train_settings,
+    )
 
     study, short = overlay(experiment), overlay("cpu")
     assert "allow_cpu" not in yaml.safe_load((ROOT / "experiments" / f"{experiment}.yaml").read_text())
     assert cpu_notice(study, 2, True) is None
-    emulated, fp32_hours = cpu_notice(study, 2, False), cpu_hours(study, 2, True) * CPU_FP32
+    fp32 = merge(study, {"train": {"precision": "fp32"}})  # the same hours wherever bf16 is not used
+    emulated, fp32_hours = cpu_notice(study, 2, False), cpu_hours(fp32, 2, True)
     assert emulated.endswith(
         f"CPU cores in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; "
         f"in fp32, about {fp32_hours:.{1 if fp32_hours < 10 else 0}f} hours: "
@@ -270,8 +279,11 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
         f"trains in about {fits:.1f} hours here: "
         "`snakemake --cores all --configfile experiments/cpu.yaml --config 'train={precision: fp32}'`."
     )
-    fp32 = merge(study, {"train": {"precision": "fp32"}})  # the same hours wherever bf16 is not used
-    assert cpu_hours(fp32, 2, False) == cpu_hours(fp32, 2, True) == cpu_hours(study, 2, True) * CPU_FP32
+    assert cpu_hours(fp32, 2, False) == fp32_hours
+    # fp32 takes CPU_FP32 times bf16's time: the runs in bf16 (all, but a model's own precision) pay it
+    bf16 = [m for m in every_run(study) if train_settings(study, m)["precision"] == "bf16"]
+    hours = cpu_hours(study, 2, True)
+    assert fp32_hours == pytest.approx(hours + (CPU_FP32 - 1) * cpu_hours(study, 2, True, bf16))
     auto = merge(study, {"train": {"precision": "auto"}})  # bf16 where native, fp32 elsewhere
     assert cpu_hours(auto, 2, True) == cpu_hours(study, 2, True)
     assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
