@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -480,17 +481,17 @@ def cpu_hours(config: dict[str, Any], cores: int, native: bool, runs: list[str] 
     caps them: in proportion to each model's parameters."""
     runs = every_run(config) if runs is None else runs
     spm, hours = config["spm"], 0.0
-    for name in dict.fromkeys(runs):
+    for name, count in Counter(runs).items():
         size = parameters(name, config["models"][name], spm["vocab_size"], spm["joint"])
         own = config | {"train": train_settings(config, name)}
-        per_epoch = runs.count(name) * size / 1e6 * training_megabytes(config) * CPU_SECONDS
+        per_epoch = count * size / 1e6 * training_megabytes(config) * CPU_SECONDS
         hours += per_epoch * cpu_epochs(own) * 2 / cores / 3600 * cpu_slowdown(own, native)
     return hours
 
 
 def cpu_slowdown(config: dict[str, Any], native: bool) -> float:
-    """How many times bf16's time on cores that compute it natively (`native`) or emulate
-    it training in `config`'s `train.precision` takes."""
+    """Training's time in `config`'s `train.precision`, as a multiple of bf16's on cores
+    that compute bf16 natively, on cores that do (`native`) or emulate it."""
     setting = config["train"]["precision"]
     if (auto_precision(False, native) if setting == "auto" else setting) == "fp32":
         return CPU_FP32
