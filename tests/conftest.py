@@ -196,6 +196,18 @@ def tiny_spm(tiny_source, tmp_path_factory) -> Path:
     return model
 
 
+@pytest.fixture(scope="session")
+def tiny_ids(tiny_source, tiny_spm, tmp_path_factory) -> Path:
+    """The tiny training and validation text as ids of `tiny_spm`: <split>.en / <split>.de."""
+    from mixnmt import tokenize
+
+    folder = tmp_path_factory.mktemp("ids")
+    for split in ("train", "valid"):
+        for lang in ("en", "de"):
+            tokenize.encode_file(tiny_spm, tiny_source / f"{split}.{lang}", folder / f"{split}.{lang}")
+    return folder
+
+
 @pytest.fixture
 def random_checkpoint(tiny_spm, tmp_path) -> Path:
     """An untrained checkpoint of the fast tiny model, on the tiny SentencePiece model."""

@@ -469,12 +469,13 @@ def test_a_models_entry_that_built_is_not_built_again_until_code_or_entry_change
     assert sorted(built) == sorted(CONFIG["models"])
 
 
-def variant_training(name: str, own: dict) -> dict:
-    """CONFIG with a variant of model `name` that trains with `own` settings (`<name>-own`)."""
+def variant_training(name: str, own: dict, section: str = "train") -> dict:
+    """CONFIG with a variant of model `name` that trains (or with section="decode",
+    decodes) with `own` settings (`<name>-own`)."""
     from mixnmt.models import architecture
 
     entry = CONFIG["models"][name] or {}
-    variant = {**entry, "arch": architecture(name, entry), "train": own}
+    variant = {**entry, "arch": architecture(name, entry), section: own}
     return merge(CONFIG, {"models": {f"{name}-own": variant}})
 
 
@@ -517,6 +518,57 @@ def test_a_model_entrys_train_settings_are_checked_with_their_key(own, expected)
     name = next(iter(CONFIG["models"]))
     with pytest.raises(MixnmtError, match=f"^models.{name}-own.{expected}"):
         check_strictly(variant_training(name, own), SCHEMA)
+
+
+def test_a_model_entrys_decode_settings_make_a_variant_that_shares_its_twins_training():
+    """A variant that decodes differently is a config entry: `decode` in it overrides the
+    `decode` section for its runs, is no hyperparameter, and its runs are the training runs
+    of the first model whose entry is the same but for it (its trained twin)."""
+    from mixnmt.config import cpu_hours, decoding_settings, every_run, fingerprints, trained_twin
+    from mixnmt.paths import run
+    from mixnmt.readme import contrasts_legend, differences
+
+    name = next(iter(CONFIG["models"]))
+    config = variant_training(name, {"length_penalty": 2.0}, "decode")
+    check_strictly(config, SCHEMA)
+    check(config)
+    assert decoding_settings(config, f"{name}-own") == CONFIG["decode"] | {"length_penalty": 2.0}
+    assert decoding_settings(config, name) == CONFIG["decode"] != decoding_settings(config, f"{name}-own")
+    assert resolve(f"{name}-own", config["models"][f"{name}-own"]) == resolve(name, CONFIG["models"][name])
+    assert trained_twin(config, f"{name}-own") == trained_twin(config, name) == name
+    assert [trained_twin(config, m) for m in CONFIG["models"]] == list(CONFIG["models"])
+    # the variant's runs add no training (and no CPU hours); alone, it trains its own
+    assert every_run(config) == every_run(CONFIG) and cpu_hours(config, 2, True) == cpu_hours(CONFIG, 2, True)
+    alone = merge(config, {"only": [f"{name}-own"]})
+    assert trained_twin(alone, f"{name}-own") == f"{name}-own"
+    assert every_run(alone) == [f"{name}-own"] * len(CONFIG["seeds"])
+    # another hyperparameter, or other training settings, make another training
+    apart = merge(config, {"models": {f"{name}-own": {"train": {"epochs": 3}}}})
+    assert trained_twin(apart, f"{name}-own") == f"{name}-own"
+    prints = fingerprints(config)
+    assert prints[run(name, 1)] == fingerprints(CONFIG)[run(name, 1)] != prints[run(f"{name}-own", 1)]
+    # what a contrast of the two changes, as the README says it
+    penalty = CONFIG["decode"]["length_penalty"]
+    assert differences(config, name, f"{name}-own") == f"decode.length_penalty {penalty} → 2.0"
+    legends = [contrasts_legend(c) for c in (CONFIG, config)]
+    assert legends[1] == legends[0][:-1] + ", and every decoding setting (decode.<key>) their runs differ in."
+    both = merge(config, {"models": {name: {"train": {"epochs": 3}}}})
+    assert contrasts_legend(both).endswith(
+        ", and every training and decoding setting (train.<key>, decode.<key>) their runs differ in."
+    )
+
+
+@pytest.mark.parametrize(
+    "own, expected",
+    [
+        ({"beam": 0}, r"decode.beam: 0 is less than the minimum of 1$"),
+        ({"seed": 3}, r"decode: Additional properties are not allowed \('seed' was unexpected\)$"),
+    ],
+)
+def test_a_model_entrys_decode_settings_are_checked_with_their_key(own, expected):
+    name = next(iter(CONFIG["models"]))
+    with pytest.raises(MixnmtError, match=f"^models.{name}-own.{expected}"):
+        check_strictly(variant_training(name, own, "decode"), SCHEMA)
 
 
 def test_a_model_that_trains_longer_counts_so_in_the_cpu_estimate():

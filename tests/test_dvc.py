@@ -243,7 +243,7 @@ def test_dvc_status_is_clean_after_downloading_from_the_mirror(tmp_path):
 # The mixnmt commands each stage's Snakemake target runs (workflow/rules/*.smk).
 STAGE_COMMANDS = {
     "prepare": ["download", "prepare", "spm_train", "spm_encode"],
-    "train": ["train"],
+    "train": ["train", "share"],
     "decoding": ["decoding"],
     "evaluate": ["translate", "score", "speed", "analyse", "align", "reliance"],
     "report": [

@@ -38,15 +38,6 @@ CONFIG = dataclasses.asdict(
 )
 
 
-@pytest.fixture(scope="module")
-def tiny_ids(tiny_source, tiny_spm, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ids")
-    for split in ("train", "valid"):
-        for lang in ("en", "de"):
-            tokenize.encode_file(tiny_spm, tiny_source / f"{split}.{lang}", folder / f"{split}.{lang}")
-    return folder
-
-
 @pytest.fixture
 def files(tiny_ids, tiny_spm, tmp_path):
     return TrainFiles(

@@ -301,6 +301,28 @@ def test_a_variant_that_trains_differently_trains_with_its_own_settings(workdir)
     assert section != "matrices" and decays == dict.fromkeys(tiny["only"], section) | {"variant": "matrices"}
 
 
+def test_a_variant_that_decodes_differently_shares_its_twins_training(workdir):
+    """A config entry that differs from another only in its `decode` trains nothing: its
+    runs keep the other's (`mixnmt share`), and it decodes with its own settings."""
+    tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
+    name = tiny["only"][0]
+    tiny["models"]["variant"] = {**tiny["models"][name], "arch": name, "decode": {"length_penalty": 2.0}}
+    tiny["only"].append("variant")
+    result = snakemake(workdir, "-n", "-p", "--configfile", overlay(workdir, yaml.safe_dump(tiny)))
+    assert result.returncode == 0, result.stdout[-2000:]
+    said = [line.removeprefix("Shell command: ") for line in (result.stdout + result.stderr).splitlines()]
+    models = {
+        kind: [re.search(r"--model (\S+)", c)[1] for c in said if c.startswith(f"mixnmt {kind} ")]
+        for kind in ("train", "share", "translate")
+    }
+    seeds, testsets = len(tiny["seeds"]), len(tiny["datasets"]["tiny"]["test"])
+    assert sorted(models["train"]) == sorted(tiny["only"][:-1]) * seeds
+    assert models["share"] == ["variant"] * seeds
+    assert models["translate"].count("variant") == seeds * testsets
+    (shared,) = [c for c in said if c.startswith("mixnmt share ")]
+    assert f"checkpoints/{name}/seed1.pt" in shared and "checkpoints/variant/seed1.pt" in shared
+
+
 def test_a_long_value_is_cut_short_in_the_message(workdir):
     result = snakemake(
         workdir, "-n", "--configfile", overlay(workdir, f"train:\n  lr: {list(range(5000))}\n")

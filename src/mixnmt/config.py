@@ -23,7 +23,7 @@ import yaml
 from mixnmt import MixnmtError
 from mixnmt.machine import auto_precision, cpu_native_bf16, cuda_available
 from mixnmt.paths import run
-from mixnmt.runs import data_definition, definition, fingerprint
+from mixnmt.runs import data_definition, definition, fingerprint, trained_entry
 from mixnmt.schema import Probability, Validator, schema_error, settings_schema
 
 T = TypeVar("T")
@@ -150,14 +150,30 @@ class TrainConfig:
 
 def train_settings(config: dict[str, Any], model: str | None) -> dict[str, Any]:
     """The training settings of `model`'s runs: the `train` section with the model entry's
-    own over it (`own_train`); None: the section alone."""
-    return {**config["train"], **(own_train(config, model) if model else {})}
+    own over it (`own_settings`); None: the section alone."""
+    return {**config["train"], **(own_settings(config, model, "train") if model else {})}
 
 
-def own_train(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """The training settings model `model`'s entry overrides (its `train`: a variant that
-    trains differently), or none."""
-    return (config["models"][model] or {}).get("train", {})
+def decoding_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The decoding settings of `model`'s runs: the `decode` section with the model entry's
+    own over it (`own_settings`)."""
+    return {**config["decode"], **own_settings(config, model, "decode")}
+
+
+def own_settings(config: dict[str, Any], model: str, section: str) -> dict[str, Any]:
+    """The settings of section `section` (of SETTINGS) that model `model`'s entry
+    overrides (its `train`: a variant that trains differently; its `decode`: one that
+    decodes differently), or none."""
+    return (config["models"][model] or {}).get(section, {})
+
+
+def trained_twin(config: dict[str, Any], model: str) -> str:
+    """The model whose runs train the weights of `model`'s: the first selected model
+    whose entry is `model`'s but for its decoding settings (`model` itself, unless an
+    earlier one is): variants that differ only in how they decode share one training run
+    a seed, which is the run each would train."""
+    training = trained_entry(model, config["models"][model])
+    return next(m for m in selected(config) if trained_entry(m, config["models"][m]) == training)
 
 
 @dataclass(frozen=True)
@@ -190,8 +206,9 @@ def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
     for name, (cls, exclude) in SETTINGS.items():
         rules["properties"][name] = settings_schema(cls, exclude)
     entry = rules["properties"]["models"]["additionalProperties"]["properties"]
-    own = "the training settings of this model's runs that differ from the `train` section's"
-    entry["train"] = rules["properties"]["train"] | {"required": [], "description": own}
+    for name, what in (("train", "training"), ("decode", "decoding")):
+        own = f"the {what} settings of this model's runs that differ from the `{name}` section's"
+        entry[name] = rules["properties"][name] | {"required": [], "description": own}
     return rules
 
 
@@ -511,8 +528,9 @@ def parameters(name: str, entry: dict | None, vocab: int, shared_vocab: bool) ->
 
 
 def every_run(config: dict[str, Any]) -> list[str]:
-    """The model of each training run of `config`: each selected model once per seed."""
-    return [name for name in selected(config) for _ in config["seeds"]]
+    """The model of each training run of `config`: each selected model once per seed, but
+    a decoding variant whose runs share another's (`trained_twin`)."""
+    return [name for name in selected(config) if trained_twin(config, name) == name for _ in config["seeds"]]
 
 
 def training_megabytes(config: dict[str, Any]) -> float:

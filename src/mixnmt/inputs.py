@@ -6,7 +6,7 @@ option per kind (`--<kind>`), and the workflow maps each kind to its files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,10 +90,17 @@ rule -> the job's part of results/<experiment>/benchmarks/<rule>/<job>.tsv."""
 
 
 def input_files(
-    layout: Layout, models: list[str], seeds: list, testsets: list[str], tables: Iterable[str]
+    layout: Layout,
+    models: list[str],
+    seeds: list,
+    testsets: list[str],
+    tables: Iterable[str],
+    shared: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """The files of each input kind of an experiment's figures and tables (those named
-    `tables` among them): per-model kinds at the first seed, in the order of `models`."""
+    `tables` among them): per-model kinds at the first seed, in the order of `models`; no
+    training job's benchmark for the `shared` models, whose runs another model's train
+    (mixnmt.share)."""
     first = seeds[0]
     every = [(model, seed) for model in models for seed in seeds]
     benchmarks = [
@@ -101,6 +108,7 @@ def input_files(
         for rule, job in BENCHMARKED.items()
         for model, seed in every
         for testset in testsets
+        if not (rule == "train" and model in shared)
     ]
     return {
         "metrics": [layout.train("metrics.tsv", model, first) for model in models],

@@ -16,7 +16,7 @@ import pandas as pd
 
 from mixnmt import MixnmtError
 from mixnmt.compare import statistic_of
-from mixnmt.config import own_train, primary, selected, train_settings
+from mixnmt.config import decoding_settings, own_settings, primary, selected, train_settings
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
 from mixnmt.provenance import drawn_from
@@ -51,7 +51,8 @@ def spread(values: pd.Series) -> str:
 def differences(config: dict[str, Any], a: str, b: str) -> str:
     """Every hyperparameter two models' config entries resolve to differently ("key A → B";
     "-" where an architecture has no such key or the entry's others make it inert), and
-    every training setting ("train.key A → B"): what a contrast changes."""
+    every training and decoding setting ("train.key A → B", "decode.key A → B"): what a
+    contrast changes."""
     from mixnmt.models import REGISTRY, resolve  # imports torch: only here
 
     (arch_a, ha), (arch_b, hb) = resolve(a, config["models"][a]), resolve(b, config["models"][b])
@@ -63,8 +64,9 @@ def differences(config: dict[str, Any], a: str, b: str) -> str:
     for key in dict.fromkeys([*ha, *hb]):
         if ha.get(key, "-") != hb.get(key, "-"):
             changes.append(f"{key} {ha.get(key, '-')} → {hb.get(key, '-')}")
-    ta, tb = train_settings(config, a), train_settings(config, b)
-    changes += [f"train.{key} {ta[key]} → {tb[key]}" for key in ta if ta[key] != tb[key]]
+    for section, settings in (("train", train_settings), ("decode", decoding_settings)):
+        sa, sb = settings(config, a), settings(config, b)
+        changes += [f"{section}.{key} {sa[key]} → {sb[key]}" for key in sa if sa[key] != sb[key]]
     return "; ".join(changes)
 
 
@@ -250,14 +252,14 @@ def how_trained(config: dict[str, Any], epochs: dict[str, int], steps: int) -> s
     (`epochs`: each model's, first seed)."""
     train = config["train"]
     batches = f"batches of at most {train['max_tokens']} tokens"
+    overrides = own(config, epochs, "train")
+    overrides += "," if overrides else ""  # the sentence goes on
     if ran_their_epochs(config, epochs):
-        return (
-            f"each trained for {train['epochs']} epochs ({steps} updates of {batches}){own(config, epochs)}"
-        )
+        return f"each trained for {train['epochs']} epochs ({steps} updates of {batches}){overrides}"
     return (
         f"each trained on {batches} until its validation loss had not improved for "
         f"{train['patience']} epochs, or for at most {train['epochs']} (the epochs each ran: "
-        f"the cost table){own(config, epochs)}"
+        f"the cost table){overrides}"
     )
 
 
@@ -266,15 +268,15 @@ def ran_their_epochs(config: dict[str, Any], epochs: dict[str, int]) -> bool:
     return all(n == train_settings(config, m)["epochs"] for m, n in epochs.items())
 
 
-def own(config: dict[str, Any], models: Iterable[str]) -> str:
-    """The training settings of `models` that their entries override, in words (", `m`
-    with decay matrices,"), or ""."""
+def own(config: dict[str, Any], models: Iterable[str], section: str) -> str:
+    """The settings of section `section` that the entries of `models` override, in words
+    (", `m` with decay matrices"), or ""."""
     overrides = [
-        f"`{m}` with " + ", ".join(f"{k} {v}" for k, v in own_train(config, m).items())
+        f"`{m}` with " + ", ".join(f"{k} {v}" for k, v in own_settings(config, m, section).items())
         for m in models
-        if own_train(config, m)
+        if own_settings(config, m, section)
     ]
-    return f", {', '.join(overrides)}," if overrides else ""
+    return f", {', '.join(overrides)}" if overrides else ""
 
 
 def how_summarised(seeds: list[int]) -> str:
@@ -301,7 +303,8 @@ def what_ran(
     steps = read_json(layout.train("manifest.json", models[0], seeds[0]))["steps"]
     return (
         f"{len(models)} models, {'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}, "
-        f"{how_trained(config, epochs, steps)} and decoded with beam {config['decode']['beam']}; "
+        f"{how_trained(config, epochs, steps)} and decoded with beam {config['decode']['beam']}"
+        f"{own(config, models, 'decode')}; "
         f"sacreBLEU on detokenised, cased output (BLEU {first.bleu_signature}; chrF {first.chrf_signature}). "
         f"{how_summarised(seeds)}; reliance is the bounded source-reliance estimate on validation, "
         "nats/token."
@@ -322,17 +325,20 @@ def contrasts_legend(config: dict[str, Any]) -> str:
         "these runs would detect at 80% power at Holm's strictest level, whatever the other "
         "contrasts show (simulated from the runs' spread). Every other cell describes. "
         '"What differs" lists every hyperparameter the two entries resolve to differently'
-        + (
-            ", and every training setting (train.<key>) their runs differ in."
-            if trains_apart(config)
-            else "."
-        )
+        + settings_differing(config)
+        + "."
     )
 
 
-def trains_apart(config: dict[str, Any]) -> bool:
-    """Whether a model of the experiment trains with settings of its own (its entry's `train`)."""
-    return any(own_train(config, m) for m in selected(config))
+def settings_differing(config: dict[str, Any]) -> str:
+    """What else "what differs" lists, in words: the training and decoding settings, where
+    a model of the experiment has its own (its entry's `train`, `decode`), or ""."""
+    sections = [s for s in ("train", "decode") if any(own_settings(config, m, s) for m in selected(config))]
+    if not sections:
+        return ""
+    words = " and ".join({"train": "training", "decode": "decoding"}[s] for s in sections)
+    keys = ", ".join(f"{s}.<key>" for s in sections)
+    return f", and every {words} setting ({keys}) their runs differ in"
 
 
 def results_block(folder: Path, config: dict[str, Any]) -> str:

@@ -51,6 +51,18 @@ def data_definition(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def architecture(name: str, entry: dict | None) -> str:
+    """The architecture of config entry `models.<name>`: its `arch`, else its name."""
+    return (entry or {}).get("arch", name)
+
+
+def trained_entry(name: str, entry: dict | None) -> dict[str, Any]:
+    """What of config entry `models.<name>` its runs' training computes from: all but its
+    decoding settings, its architecture named."""
+    rest = {k: v for k, v in (entry or {}).items() if k not in ("arch", "decode")}
+    return {"arch": architecture(name, entry), **rest}
+
+
 def definition(model: str, entry: dict | None, train: Any, data: dict | None) -> dict[str, Any]:
     """Exactly what defines one training run: the model's name and config entry, its
     training settings (a `config.TrainConfig`: seed and step cap included) and its data

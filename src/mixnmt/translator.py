@@ -60,22 +60,27 @@ def decode_settings(*overlays: str | Path) -> DecodeConfig:
     return config_section(DecodeConfig, "decode", load_config(*overlays)["decode"])
 
 
-def carried_settings(checkpoint: str | Path, remedy: str = "give decode_settings(...)") -> DecodeConfig:
-    """The decoding settings that travel with `checkpoint`: the workflow's decode.json
-    beside it (`paths.decoding_of`); without one, config.yaml's in the working directory;
-    without either, an error that ends with `remedy`. A missing checkpoint is named as such,
-    not as a checkpoint without settings."""
-    if not Path(checkpoint).is_file():
-        raise MixnmtError(f"{checkpoint}: not found")
-    path = decoding_of(Path(checkpoint))
+def carried_settings(checkpoint_path: str | Path, remedy: str = "give decode_settings(...)") -> DecodeConfig:
+    """The decoding settings that travel with the checkpoint at `checkpoint_path`: the
+    workflow's decode.json beside it (`paths.decoding_of`), or without one config.yaml's in
+    the working directory, with those of the model's own entry over them (its `decode`: a
+    variant that decodes differently, mixnmt.config); without either file, an error that
+    ends with `remedy`. A missing checkpoint is named as such, not as a checkpoint without
+    settings."""
+    if not Path(checkpoint_path).is_file():
+        raise MixnmtError(f"{checkpoint_path}: not found")
+    path = decoding_of(Path(checkpoint_path))
     if path.is_file():
-        return config_section(DecodeConfig, f"{path}: decode", read_json(path))
-    if not CONFIG.is_file():
+        found, where = read_json(path), f"{path}: decode"
+    elif CONFIG.is_file():
+        found, where = dataclasses.asdict(decode_settings()), f"{CONFIG}: decode"
+    else:
         raise MixnmtError(
             f"{path}: no decoding settings beside the checkpoint, and no {CONFIG} in the working "
             f"directory; {remedy}"
         )
-    return decode_settings()
+    own = (checkpoint.load(checkpoint_path).get("definition") or {}).get("entry") or {}
+    return config_section(DecodeConfig, where, found | own.get("decode", {}))
 
 
 def decoding(

@@ -27,7 +27,7 @@ import pandas as pd
 
 from mixnmt import MixnmtError
 from mixnmt.compare import bleu_by_length
-from mixnmt.config import fingerprints, load, primary, read, selected
+from mixnmt.config import fingerprints, load, primary, read, selected, trained_twin
 from mixnmt.data import read_parallel
 from mixnmt.evaluate import measured
 from mixnmt.figures import FIGURES
@@ -217,7 +217,8 @@ class Verification:
             self.check_translations_of(self.layout.contrasts(testset), contrasted, self.seeds, testset)
             self.check_lengths(testset)
         self.check_summary()
-        files = input_files(self.layout, self.models, self.seeds, self.testsets, TABLES)
+        shared = [m for m in self.models if trained_twin(self.config, m) != m]
+        files = input_files(self.layout, self.models, self.seeds, self.testsets, TABLES, shared)
         figures, tables = self.shown()
         for name in tables:
             self.check_table(name, TABLES[name].inputs, files)

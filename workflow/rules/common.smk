@@ -14,6 +14,7 @@ from mixnmt.config import (
     prepare_arguments,
     primary,
     selected,
+    trained_twin,
 )
 from mixnmt.files import refuse_links
 from mixnmt.inputs import BENCHMARKED, INPUTS, input_files
@@ -43,6 +44,10 @@ DATASET = config["datasets"][config["dataset"]]
 TESTSETS = list(DATASET["test"])
 SPLITS = {"train": DATASET["train"], "valid": DATASET["valid"], **DATASET["test"]}
 MODELS = selected(config)
+# A decoding variant's runs keep its trained twin's (mixnmt.share): model -> twin.
+TWINS = {m: trained_twin(config, m) for m in MODELS}
+TRAINED = [m for m in MODELS if TWINS[m] == m]
+SHARED = [m for m in MODELS if TWINS[m] != m]
 SEEDS = [str(seed) for seed in config["seeds"]]
 FIRST_SEED = SEEDS[0]  # figures and per-model analyses show this seed's runs
 
@@ -117,6 +122,11 @@ DATA = canonical(data_definition(config))
 RUNS = canonical(fingerprints(config))
 
 
+def alternatives(names):
+    """A wildcard's regular expression that matches exactly `names`."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
 def entry(wildcards):
     """JSON of one model's config entry (`models.<model>`)."""
     return canonical(config["models"][wildcards.model] or {})
@@ -171,7 +181,7 @@ def benchmarked(rule):
 
 
 # the files of each kind of input of a figure or table (mixnmt.inputs)
-INPUT_FILES = input_files(LAYOUT, MODELS, SEEDS, TESTSETS, TABLES)
+INPUT_FILES = input_files(LAYOUT, MODELS, SEEDS, TESTSETS, TABLES, SHARED)
 
 
 def inputs_of(kinds):

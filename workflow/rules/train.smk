@@ -11,6 +11,8 @@ rule train:
         logged(f"train/{run()}"),
     benchmark:
         benchmarked("train")
+    wildcard_constraints:
+        model=alternatives(TRAINED),
     priority: seed_priority
     conda:
         TORCH_ENV
@@ -30,3 +32,31 @@ rule train:
         " --train {input.train:q} --valid {input.valid:q} --spm {input.spm:q}"
         " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} --manifest {output.manifest:q}"
         " --state {params.state:q} 2> {log:q}"
+
+
+rule share:  # a decoding variant's run: its trained twin's, kept as its own
+    input:
+        twin=lambda w: [
+            LAYOUT.checkpoint(TWINS[w.model], w.seed),
+            LAYOUT.train("metrics.tsv", TWINS[w.model], w.seed),
+            LAYOUT.train("manifest.json", TWINS[w.model], w.seed),
+        ],
+    output:
+        checkpoint=LAYOUT.checkpoint(),
+        metrics=LAYOUT.train("metrics.tsv"),
+        manifest=LAYOUT.train("manifest.json"),
+    log:
+        logged(f"share/{run()}"),
+    wildcard_constraints:
+        model=alternatives(SHARED),
+    conda:
+        TORCH_ENV
+    params:
+        entry=entry,
+        config=train_config,
+        data=DATA,
+    shell:
+        "mixnmt share --model {wildcards.model:q} --entry {params.entry:q}"
+        " --config {params.config:q} --data {params.data:q} --twin {input.twin:q}"
+        " --checkpoint {output.checkpoint:q} --metrics {output.metrics:q} --manifest {output.manifest:q}"
+        " 2> {log:q}"

@@ -41,6 +41,9 @@ COMMANDS: dict[str, Command] = {
     "spm-train": Command("data", "train a SentencePiece model"),
     "spm-encode": Command("data", "encode a text file into lines of token ids"),
     "train": Command("train", "train one model and keep its best checkpoint"),
+    "share": Command(
+        "train", "keep the run of the model a decoding variant decodes differently as the variant's own"
+    ),
     "decoding": Command("translate", "the decoding settings that travel with an experiment's checkpoints"),
     "translate": Command("translate", "translate source ids, or raw text with --text"),
     "score": Command("evaluate", "BLEU, chrF and lowercased BLEU of a translation against its references"),

@@ -23,6 +23,7 @@ from mixnmt.models.mixture import Mixture
 from mixnmt.models.mixture2 import Mixture2
 from mixnmt.models.rnn import RNN
 from mixnmt.models.transformer import Transformer
+from mixnmt.runs import architecture
 from mixnmt.schema import Validator, property_schema, schema_error
 
 REGISTRY: dict[str, type[Seq2Seq]] = {
@@ -90,17 +91,13 @@ def entry_schema() -> dict[str, Any]:
     }
 
 
-def architecture(name: str, entry: dict | None) -> str:
-    """The architecture of config entry `models.<name>`: its `arch`, else its name."""
-    return (entry or {}).get("arch", name)
-
-
 def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
     """The architecture and all hyperparameters of config entry `models.<name>` (its
     values over the architecture's defaults), after checking them against the schema. An
-    entry's `train`, the training settings its runs override (mixnmt.config), is no
-    hyperparameter: left out."""
-    entry = {"arch": architecture(name, entry), **{k: v for k, v in (entry or {}).items() if k != "train"}}
+    entry's `train` and `decode`, the training and decoding settings its runs override
+    (mixnmt.config), are no hyperparameters: left out."""
+    hparams = {k: v for k, v in (entry or {}).items() if k not in ("train", "decode")}
+    entry = {"arch": architecture(name, entry), **hparams}
     error = jsonschema.exceptions.best_match(Validator(entry_schema()).iter_errors(entry))
     if error is not None:
         message = schema_error(error, f"models.{name}")
