@@ -89,6 +89,16 @@ def test_a_run_that_trained_otherwise_is_not_shared(twin, tmp_path, entry, confi
     assert not any(path.exists() for path in dataclasses.astuple(shared))
 
 
+def test_a_twins_manifest_of_another_checkpoint_is_refused(twin, tmp_path):
+    other = dataclasses.replace(twin, manifest=tmp_path / "manifest.json")
+    record = json.loads(twin.manifest.read_text())
+    write_json(other.manifest, record | {"checkpoint": {**record["checkpoint"], "sha256": "0" * 64}})
+    shared = kept(tmp_path, "variant")
+    with pytest.raises(MixnmtError, match=f"^{other.manifest}: not the manifest of {twin.checkpoint} "):
+        share(other, "variant", VARIANT, CONFIG, None, shared)
+    assert not any(path.exists() for path in dataclasses.astuple(shared))
+
+
 def test_a_variant_decodes_with_its_own_settings_over_those_of_the_experiment(twin, tmp_path):
     """The settings that travel with a checkpoint: the experiment's decode.json beside it,
     with its model entry's own over them."""

@@ -51,6 +51,11 @@ def share(
             f"{twin.checkpoint}: not the training of models.{name} with seed {config.seed} "
             f"(its run differs in more than the model's name and decoding settings); retrain it"
         )
+    record = read_json(twin.manifest)
+    if record.get("checkpoint", {}).get("sha256") != sha256sum(twin.checkpoint):
+        raise MixnmtError(
+            f"{twin.manifest}: not the manifest of {twin.checkpoint} (it records another checkpoint)"
+        )
     own = identity(name, config.seed, fingerprint(wanted))
     checkpoint.write(
         files.checkpoint, payload | {"model": name, "definition": wanted, "fingerprint": own["fingerprint"]}
@@ -62,7 +67,7 @@ def share(
         files.metrics,
         [header, *("\t".join(renamed.get(c, v) for c, v in zip(columns, r.split("\t"))) for r in rows)],
     )
-    record, weights = read_json(twin.manifest), sha256sum(files.checkpoint)
+    weights = sha256sum(files.checkpoint)
     write_json(
         files.manifest,
         record
