@@ -231,4 +231,6 @@ def test_components_are_unused_exactly_where_the_model_has_no_learned_candidates
     )
     inert = "components" in latent.Latent.unused(resolve("k4", entries["k4"])[1])
     assert same == inert == (candidates == "source")
-    assert differences({"models": entries, "train": {}}, "k4", "k8") == ("" if inert else "components 4 → 8")
+    assert differences({"models": entries, "train": {}, "decode": {}}, "k4", "k8") == (
+        "" if inert else "components 4 → 8"
+    )
