@@ -52,13 +52,18 @@ SEEDS = [str(seed) for seed in config["seeds"]]
 FIRST_SEED = SEEDS[0]  # figures and per-model analyses show this seed's runs
 
 
+def alternatives(names):
+    """A wildcard's regular expression that matches exactly `names`."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
 wildcard_constraints:
-    dataset="|".join(map(re.escape, config["datasets"])),
+    dataset=alternatives(config["datasets"]),
     file=r"[^/]+",
-    split="|".join(map(re.escape, SPLITS)),
+    split=alternatives(SPLITS),
     lang=f"{SRC}|{TGT}",
-    model="|".join(map(re.escape, MODELS)),
-    testset="|".join(map(re.escape, TESTSETS)),
+    model=alternatives(MODELS),
+    testset=alternatives(TESTSETS),
     seed="|".join(SEEDS),
 
 
@@ -120,11 +125,6 @@ def train_config(wildcards):
 # run (mixnmt.runs): the jobs that gather per-run files refuse any of another run.
 DATA = canonical(data_definition(config))
 RUNS = canonical(fingerprints(config))
-
-
-def alternatives(names):
-    """A wildcard's regular expression that matches exactly `names`."""
-    return "|".join(map(re.escape, names)) or "(?!)"
 
 
 def entry(wildcards):
