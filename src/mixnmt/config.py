@@ -197,6 +197,9 @@ SETTINGS: dict[str, tuple[type, tuple[str, ...]]] = {
     "decode": (DecodeConfig, ()),
 }
 """The config sections a dataclass declares, with the fields that are not the section's."""
+OWN = {"train": "training", "decode": "decoding"}
+"""The sections a model entry may override for its runs (`own_settings`), with the word
+for their settings."""
 
 
 def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
@@ -206,7 +209,7 @@ def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
     for name, (cls, exclude) in SETTINGS.items():
         rules["properties"][name] = settings_schema(cls, exclude)
     entry = rules["properties"]["models"]["additionalProperties"]["properties"]
-    for name, what in (("train", "training"), ("decode", "decoding")):
+    for name, what in OWN.items():
         own = f"the {what} settings of this model's runs that differ from the `{name}` section's"
         entry[name] = rules["properties"][name] | {"required": [], "description": own}
     return rules

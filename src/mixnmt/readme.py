@@ -16,7 +16,7 @@ import pandas as pd
 
 from mixnmt import MixnmtError
 from mixnmt.compare import statistic_of
-from mixnmt.config import decoding_settings, own_settings, primary, selected, train_settings
+from mixnmt.config import OWN, decoding_settings, own_settings, primary, selected, train_settings
 from mixnmt.files import read_json, read_table, write_text
 from mixnmt.paths import Layout
 from mixnmt.provenance import drawn_from
@@ -333,10 +333,10 @@ def contrasts_legend(config: dict[str, Any]) -> str:
 def settings_differing(config: dict[str, Any]) -> str:
     """What else "what differs" lists, in words: the training and decoding settings, where
     a model of the experiment has its own (its entry's `train`, `decode`), or ""."""
-    sections = [s for s in ("train", "decode") if any(own_settings(config, m, s) for m in selected(config))]
+    sections = [s for s in OWN if any(own_settings(config, m, s) for m in selected(config))]
     if not sections:
         return ""
-    words = " and ".join({"train": "training", "decode": "decoding"}[s] for s in sections)
+    words = " and ".join(OWN[s] for s in sections)
     keys = ", ".join(f"{s}.<key>" for s in sections)
     return f", and every {words} setting ({keys}) their runs differ in"
 

@@ -16,6 +16,7 @@ import jsonschema
 import torch
 
 from mixnmt import MixnmtError
+from mixnmt.config import OWN
 from mixnmt.models.attention import Attention
 from mixnmt.models.base import Seq2Seq, State, Weights, reorder
 from mixnmt.models.latent import Latent
@@ -96,7 +97,7 @@ def resolve(name: str, entry: dict | None) -> tuple[str, dict[str, Any]]:
     values over the architecture's defaults), after checking them against the schema. An
     entry's `train` and `decode`, the training and decoding settings its runs override
     (mixnmt.config), are no hyperparameters: left out."""
-    hparams = {k: v for k, v in (entry or {}).items() if k not in ("train", "decode")}
+    hparams = {k: v for k, v in (entry or {}).items() if k not in OWN}
     entry = {"arch": architecture(name, entry), **hparams}
     error = jsonschema.exceptions.best_match(Validator(entry_schema()).iter_errors(entry))
     if error is not None:
