@@ -289,6 +289,21 @@ def test_the_cpu_studies_start_where_the_cores_compute_bf16_and_stop_where_they_
     assert cpu_hours(auto, 2, False) == cpu_hours(fp32, 2, False)
 
 
+def test_the_emulation_notice_follows_the_runs_precisions_not_the_section_alone():
+    """A run in bf16 by its entry's own precision is emulated too where the section says
+    fp32, and runs all in fp32 by their own precision emulate nothing where it says bf16."""
+    from mixnmt.config import cpu_notice, every_run
+
+    study = overlay("cpu-precision")
+    (bf16,) = [m for m in study["only"] if "train" not in study["models"][m]]
+    flipped = merge(study, {"train": {"precision": "fp32"}})
+    flipped["models"][bf16] = {**flipped["models"][bf16], "train": {"precision": "bf16"}}
+    assert "which they emulate" in cpu_notice(flipped, 2, False)
+    fp32_runs = [m for m in every_run(study) if m != bf16]
+    assert "which they emulate" in cpu_notice(study, 2, False)
+    assert "emulate" not in cpu_notice(study, 2, False, runs=fp32_runs * 20)
+
+
 @pytest.mark.parametrize("experiment", cpu_studies("fp32"))
 def test_the_cpu_studies_in_fp32_start_on_any_cpu(experiment):
     """The CPU studies in fp32, which every CPU computes natively: each starts on 2 cores

@@ -563,7 +563,7 @@ def cpu_notice(config: dict[str, Any], cores: int, native: bool, runs: list[str]
         f"{config['max_steps']} steps" if epochs < config["train"]["epochs"] else f"up to {epochs} epochs"
     )
     emulation = ""
-    if config["train"]["precision"] == "bf16" and not native:
+    if not native and any(train_settings(config, name)["precision"] == "bf16" for name in set(runs)):
         fp32 = cpu_hours(merge(config, {"train": {"precision": "fp32"}}), cores, native, runs)
         emulation = (
             f" in bf16, which they emulate (about {CPU_EMULATED_BF16} times fp32's time; in fp32, about "
