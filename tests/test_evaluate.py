@@ -618,6 +618,99 @@ def test_pairing_the_runs_of_a_seed_removes_the_seeds_spread_from_the_test():
     assert set(STATISTICS) == set(schema["properties"]["analysis"]["properties"]["statistic"]["enum"])
 
 
+@pytest.mark.parametrize("statistic", ["welch", "paired"])
+def test_the_power_of_the_equivalence_is_the_share_of_studies_whose_two_one_sided_tests_pass(statistic):
+    """`equivalent`: of studies with these runs' numbers and spreads and no true difference,
+    the share whose two one-sided tests (scipy's, on studies simulated apart from the
+    figure's own draws) put B - A within the margin at 5% (at 5% / 3, Holm's strictest
+    level in a family of three);
+    seeded, a family of one at the test's own level, NaN for one run, 1 where runs agree."""
+    from scipy import stats
+
+    from mixnmt.compare import ALPHA, equivalent
+
+    a, b = [56.59, 56.59, 56.99, 56.14, 56.7], [55.62, 56.2, 55.11, 56.04, 55.9]
+    figures = equivalent(a, b, 1.0, tests=3, statistic=statistic)
+    rng, studies = np.random.default_rng(11), 20000
+    if statistic == "paired":  # scipy's tests of a seed's differences, against each bound
+        differences = rng.normal(0, np.std(np.subtract(b, a), ddof=1), (studies, len(a)))
+        above = stats.ttest_1samp(differences + 1.0, 0, axis=1, alternative="greater").pvalue
+        below = stats.ttest_1samp(differences - 1.0, 0, axis=1, alternative="less").pvalue
+    else:  # scipy's Welch tests of the two models' runs, against each bound
+        of_a = rng.normal(0, np.std(a, ddof=1), (studies, len(a)))
+        of_b = rng.normal(0, np.std(b, ddof=1), (studies, len(b)))
+        above = stats.ttest_ind(of_b + 1.0, of_a, axis=1, equal_var=False, alternative="greater").pvalue
+        below = stats.ttest_ind(of_b - 1.0, of_a, axis=1, equal_var=False, alternative="less").pvalue
+    for key, level in (("equivalent", ALPHA), ("equivalent_holm", ALPHA / 3)):
+        found = float(np.mean(np.maximum(above, below) < level))
+        assert found == pytest.approx(figures[key], abs=0.015)  # 5 simulation sds
+    assert 0.05 < figures["equivalent_holm"] < figures["equivalent"] < 0.99  # the figures are not trivial
+    assert equivalent(a, b, 1.0, tests=3, statistic=statistic) == figures  # seeded
+    assert equivalent(a, b, 1.0, tests=1, statistic=statistic)["equivalent_holm"] == figures["equivalent"]
+    assert (
+        equivalent(a * 3, b * 3, 1.0, statistic=statistic)["equivalent"] > figures["equivalent"]
+    )  # more runs
+    assert np.isnan(equivalent(a, b, 1.0, statistic=statistic)["equivalent_holm"])  # no family given
+    assert all(np.isnan(v) for v in equivalent(a[:1], b[:1], 1.0, tests=3, statistic=statistic).values())
+    exact = equivalent([1.0, 2.0], [1.5, 2.5], 1.0, tests=3, statistic="paired")
+    assert exact == {
+        "equivalent": 1.0,
+        "equivalent_holm": 1.0,
+    }  # every pair differs by 0.5, inside the margin
+
+
+def test_a_plan_gives_what_runs_of_the_planned_spread_would_show():
+    """`planned` for n seeds at a spread: the figures of any n runs (pairs) with that spread,
+    the published contrasts' `detectable` among them, whichever scores they are; at least
+    two seeds and a positive spread, or a one-line error naming what is wrong."""
+    from mixnmt.compare import detectable, equivalent, planned
+
+    a = [35.04, 35.37, 33.43, 34.39, 36.16, 37.1, 36.61, 35.11, 36.72, 35.01]
+    b = [35.73, 36.34, 34.08, 34.82, 37.19, 37.57, 37.15, 35.91, 37.0, 35.69]
+    for statistic, sd in (("paired", np.std(np.subtract(b, a), ddof=1)), ("welch", np.std(a, ddof=1))):
+        runs_b = b if statistic == "paired" else a[::-1]  # welch: both models at a's spread
+        expected = detectable(a, runs_b, 2, statistic=statistic) | equivalent(
+            a, runs_b, 1.0, 2, statistic=statistic
+        )
+        assert planned(10, sd, 2, 1.0, statistic=statistic) == pytest.approx(expected, rel=1e-9)
+    assert (
+        planned(4, 0.49, 1, 1.0, statistic="paired")["mde"]
+        > planned(8, 0.49, 1, 1.0, statistic="paired")["mde"]
+    )
+    with pytest.raises(MixnmtError, match=r"^seeds: a plan needs at least 2, got 1$"):
+        planned(1, 0.3, 1, 1.0, statistic="paired")
+    with pytest.raises(MixnmtError, match=r"^sd: a plan needs a positive spread, got -0.3$"):
+        planned(4, -0.3, 1, 1.0, statistic="paired")
+
+
+def test_mixnmt_plan_prints_each_spreads_figures_for_the_experiments_design(tmp_path, monkeypatch, capsys):
+    """`mixnmt plan --configfile ... --sd ...`: the experiment's seeds, contrasts (Holm's
+    family), statistic and margin, and per spread `planned`'s four figures; an experiment
+    that cannot be planned is refused in one line."""
+    from mixnmt.cli import main
+    from mixnmt.compare import planned
+
+    monkeypatch.chdir(ROOT)
+    overlay = tmp_path / "paired.yaml"
+    overlay.write_text("seeds: [1, 2, 3, 4, 5]\nanalysis:\n  statistic: paired\n")
+    assert (
+        main(["plan", "--configfile", "tests/tiny.yaml", "--configfile", str(overlay), "--sd", "0.3", "0.6"])
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("tiny: 5 seeds, 2 contrasts in chrF on ") and "by the paired t" in lines[0]
+    assert "equivalence margin 1." in lines[0]
+    for line, sd in zip(lines[-2:], (0.3, 0.6), strict=True):
+        row = planned(5, sd, 2, 1.0, statistic="paired")
+        shown = [f"{sd:.2f}", f"{row['mde']:.2f}", f"{row['mde_holm']:.2f}"]
+        shown += [f"{row['equivalent']:.0%}", f"{row['equivalent_holm']:.0%}"]
+        assert line.split() == shown
+    assert main(["plan", "--configfile", "tests/tiny.yaml", "--sd", "0.3"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "mixnmt plan: error: seeds: a plan needs at least 2, got 1"
+    ]
+
+
 def test_the_paired_contrast_needs_the_same_seeds_of_both_models_and_says_which_it_used(tmp_path):
     from scipy import stats
 

@@ -188,23 +188,72 @@ def detectable(
     the shift of the t quantiles, which is optimistic with few runs (it ignores that each
     study estimates its own spread and, for Welch's t, degrees of freedom). NaN where a
     model has one run. `statistic`: a key of STATISTICS."""
-    levels = {"mde": ALPHA, "mde_holm": math.nan if tests is None else ALPHA / tests}
-    if min(len(a), len(b)) < 2:
-        return dict.fromkeys(levels, math.nan)
-    chosen = STATISTICS[statistic]
-    spreads = [np.std(np.subtract(b, a))] if chosen.pairs else [np.std(a), np.std(b)]
-    if not any(spreads):  # every run (or pair) agrees: any difference shows
-        return {key: level if math.isnan(level) else 0.0 for key, level in levels.items()}
     from scipy.stats import t as student
 
-    noise, se, df = chosen.simulate(a, b, np.random.default_rng(0))
-
-    def found(level: float) -> float:
+    def found(noise: np.ndarray, se: np.ndarray, df: np.ndarray, level: float) -> float:
         """A study finds a true difference d where (d + noise) / se passes its critical t,
         so where d passes a threshold of its own: POWER of them find its POWER quantile."""
         return float(np.quantile(student.ppf(1 - level / 2, df) * se - noise, POWER))
 
-    return {key: level if math.isnan(level) else found(level) for key, level in levels.items()}
+    levels = {"mde": ALPHA, "mde_holm": math.nan if tests is None else ALPHA / tests}
+    return _simulated(a, b, levels, found, 0.0, statistic)
+
+
+def equivalent(
+    a: list[float], b: list[float], margin: float, tests: int | None = None, *, statistic: str
+) -> dict[str, float]:
+    """The power of the equivalence: the share of DRAWS simulated studies with as many runs
+    as `a` and `b` and their spreads (as `detectable` draws them), and no true difference,
+    whose two one-sided tests put B - A within +-`margin` at ALPHA (`equivalent`) and, for
+    a contrast judged in a Holm family of `tests`, at Holm's strictest level ALPHA / `tests`
+    (`equivalent_holm`; NaN without `tests`). NaN where a model has one run."""
+    from scipy.stats import t as student
+
+    def found(noise: np.ndarray, se: np.ndarray, df: np.ndarray, level: float) -> float:
+        """`t_test`'s tost_p is below `level` where the difference lies within the margin
+        by more than the critical t times its standard error."""
+        return float(np.mean(np.abs(noise) + student.ppf(1 - level, df) * se < margin))
+
+    levels = {"equivalent": ALPHA, "equivalent_holm": math.nan if tests is None else ALPHA / tests}
+    return _simulated(a, b, levels, found, 1.0, statistic)
+
+
+def _simulated(
+    a: list[float],
+    b: list[float],
+    levels: dict[str, float],
+    found: Callable[[np.ndarray, np.ndarray, np.ndarray, float], float],
+    exact: float,
+    statistic: str,
+) -> dict[str, float]:
+    """`found` at each of `levels` (a NaN level stays NaN) over the `statistic`'s DRAWS
+    seeded studies with `a`'s and `b`'s runs and spreads and no true difference (their
+    differences, standard errors and degrees of freedom); `exact` where every run (or pair)
+    agrees; NaN where a model has one run."""
+    if min(len(a), len(b)) < 2:
+        return dict.fromkeys(levels, math.nan)
+    chosen = STATISTICS[statistic]
+    spreads = [np.std(np.subtract(b, a))] if chosen.pairs else [np.std(a), np.std(b)]
+    if not any(spreads):  # every run (or pair) agrees: the difference is exact
+        return {key: level if math.isnan(level) else exact for key, level in levels.items()}
+    draws = chosen.simulate(a, b, np.random.default_rng(0))
+    return {key: level if math.isnan(level) else found(*draws, level) for key, level in levels.items()}
+
+
+def planned(runs: int, sd: float, tests: int, margin: float, *, statistic: str) -> dict[str, float]:
+    """What a study would find before it trains: `detectable` and `equivalent` for `runs`
+    seeds a model whose scores vary with `sd` (`paired`: the pairs' differences vary with
+    `sd`), judged in a Holm family of `tests` contrasts against the equivalence `margin`."""
+    if runs < 2:
+        raise MixnmtError(f"seeds: a plan needs at least 2, got {runs}")
+    if sd <= 0:
+        raise MixnmtError(f"sd: a plan needs a positive spread, got {sd:g}")
+    centred = np.arange(runs) - (runs - 1) / 2
+    spread = list(centred * sd / centred.std(ddof=1))  # `runs` scores whose sd is exactly `sd`
+    a = [0.0] * runs if STATISTICS[statistic].pairs else spread
+    return detectable(a, spread, tests, statistic=statistic) | equivalent(
+        a, spread, margin, tests, statistic=statistic
+    )
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,9 @@ COMMANDS: dict[str, Command] = {
     "verify": Command(
         "study", "check that every published number comes from the runs the configuration defines"
     ),
+    "plan": Command(
+        "study", "what an experiment's runs would detect, and find equivalent, at the spreads given"
+    ),
 }
 
 

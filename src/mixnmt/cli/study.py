@@ -1,6 +1,6 @@
 """Commands that people run on a study, no rule does: the merged configuration that DVC
-runs, the verification of a published experiment, and its numbers in docs/results.md and
-the README's claims."""
+runs, the verification of a published experiment, its numbers in docs/results.md and the
+README's claims, and the power of an experiment declared before it trains."""
 
 from __future__ import annotations
 
@@ -117,4 +117,44 @@ def cmd_readme(a: argparse.Namespace) -> None:
     if not redraw_claims(a.figure, studies, withdrawn, check=a.check) and a.check:
         raise MixnmtError(
             f"{a.figure}: not drawn from the claims of {a.results}'s experiments; run mixnmt readme"
+        )
+
+
+def plan_arguments(s: argparse.ArgumentParser) -> None:
+    add_configfiles(s, "the experiment's overlay on config.yaml")
+    s.add_argument(
+        "--sd",
+        type=float,
+        nargs="+",
+        required=True,
+        help="spreads of the primary metric to plan for: of a model's runs (welch), of a seed's "
+        "two runs' differences (paired)",
+    )
+
+
+def cmd_plan(a: argparse.Namespace) -> None:
+    from mixnmt.compare import POWER, STATISTICS, planned
+    from mixnmt.config import load
+    from mixnmt.readme import primary_name
+
+    config = load(*(a.configfile or []))
+    analysis, runs = config["analysis"], len(config["seeds"])
+    if not (tests := len(analysis["contrasts"])):
+        raise MixnmtError("analysis.contrasts: the experiment declares no contrast to plan for")
+    statistic, margin = STATISTICS[analysis["statistic"]], analysis["equivalence"]
+    found = [planned(runs, sd, tests, margin, statistic=analysis["statistic"]) for sd in a.sd]
+    spread = "a seed's two runs' difference" if statistic.pairs else "each model's runs"
+    print(
+        f"{config['experiment']}: {runs} seeds, {tests} contrast{'s' * (tests > 1)} in "
+        f"{primary_name(config)} by {statistic.name}, Holm over {'them' if tests > 1 else 'it'}; "
+        f"equivalence margin {margin:g}.\nsd: of {spread}; "
+        f"detects: the true difference found in {POWER:.0%} of simulated studies; equivalent: the share "
+        "of studies without a difference whose two one-sided tests find it; (Holm): at Holm's strictest "
+        "level (mixnmt.compare.planned).\n"
+        f"{'sd':>6} {'detects':>8} {'(Holm)':>7} {'equivalent':>11} {'(Holm)':>7}"
+    )
+    for sd, row in zip(a.sd, found):
+        print(
+            f"{sd:6.2f} {row['mde']:8.2f} {row['mde_holm']:7.2f} "
+            f"{row['equivalent']:11.0%} {row['equivalent_holm']:7.0%}"
         )
