@@ -679,8 +679,9 @@ def test_a_plan_gives_what_runs_of_the_planned_spread_would_show():
     )
     with pytest.raises(MixnmtError, match=r"^seeds: a plan needs at least 2, got 1$"):
         planned(1, 0.3, 1, 1.0, statistic="paired")
-    with pytest.raises(MixnmtError, match=r"^sd: a plan needs a positive spread, got -0.3$"):
-        planned(4, -0.3, 1, 1.0, statistic="paired")
+    for sd, shown in ((-0.3, "-0.3"), (float("nan"), "nan"), (float("inf"), "inf")):
+        with pytest.raises(MixnmtError, match=rf"^sd: a plan needs a positive, finite spread, got {shown}$"):
+            planned(4, sd, 1, 1.0, statistic="paired")
 
 
 def test_mixnmt_plan_prints_each_spreads_figures_for_the_experiments_design(tmp_path, monkeypatch, capsys):
@@ -709,6 +710,9 @@ def test_mixnmt_plan_prints_each_spreads_figures_for_the_experiments_design(tmp_
     assert capsys.readouterr().err.strip().splitlines() == [
         "mixnmt plan: error: seeds: a plan needs at least 2, got 1"
     ]
+    with pytest.raises(SystemExit):  # argparse refuses a spread that is no positive, finite number
+        main(["plan", "--configfile", "tests/tiny.yaml", "--configfile", str(overlay), "--sd", "nan"])
+    assert "argument --sd: 'nan': expected a positive number" in capsys.readouterr().err
 
 
 def test_the_paired_contrast_needs_the_same_seeds_of_both_models_and_says_which_it_used(tmp_path):

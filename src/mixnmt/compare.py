@@ -246,8 +246,8 @@ def planned(runs: int, sd: float, tests: int, margin: float, *, statistic: str) 
     `sd`), judged in a Holm family of `tests` contrasts against the equivalence `margin`."""
     if runs < 2:
         raise MixnmtError(f"seeds: a plan needs at least 2, got {runs}")
-    if sd <= 0:
-        raise MixnmtError(f"sd: a plan needs a positive spread, got {sd:g}")
+    if not (math.isfinite(sd) and sd > 0):
+        raise MixnmtError(f"sd: a plan needs a positive, finite spread, got {sd:g}")
     centred = np.arange(runs) - (runs - 1) / 2
     spread = list(centred * sd / centred.std(ddof=1))  # `runs` scores whose sd is exactly `sd`
     a = [0.0] * runs if STATISTICS[statistic].pairs else spread

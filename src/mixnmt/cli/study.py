@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from mixnmt import MixnmtError
-from mixnmt.cli.options import add_configfiles
+from mixnmt.cli.options import add_configfiles, positive_number
 from mixnmt.files import Output
 from mixnmt.withdrawn import WITHDRAWN
 
@@ -124,7 +124,7 @@ def plan_arguments(s: argparse.ArgumentParser) -> None:
     add_configfiles(s, "the experiment's overlay on config.yaml")
     s.add_argument(
         "--sd",
-        type=float,
+        type=positive_number,
         nargs="+",
         required=True,
         help="spreads of the primary metric to plan for: of a model's runs (welch), of a seed's "
