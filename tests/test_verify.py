@@ -380,19 +380,29 @@ def test_the_readme_says_how_long_each_model_trained_and_what_one_seed_is():
     one seed's numbers are labelled one run's, a description."""
     from mixnmt.readme import how_summarised, how_trained
 
-    config = {"train": {"max_tokens": 4096, "epochs": 40, "patience": 5}, "models": {"a": {}, "b": None}}
+    train = {"max_tokens": 4096, "epochs": 40, "patience": 5, "precision": "bf16", "lr": 0.0007}
+    train |= {"weight_decay": 0.0001, "decay": "all"}
+    config = {"train": train, "models": {"a": {}, "b": None}}
+    shared = "in bf16, at a peak learning rate of 0.0007 and a weight decay of 0.0001 on every parameter"
     assert how_trained(config, {"a": 40, "b": 40}, 4920) == (
-        "each trained for 40 epochs (4920 updates of batches of at most 4096 tokens)"
+        f"each trained for 40 epochs (4920 updates of batches of at most 4096 tokens) {shared},"
     )
     assert how_trained(config, {"a": 23, "b": 40}, 2829) == (
-        "each trained on batches of at most 4096 tokens until its validation loss had not improved "
-        "for 5 epochs, or for at most 40 (the epochs each ran: the cost table)"
+        f"each trained on batches of at most 4096 tokens {shared} until its validation loss had not "
+        "improved for 5 epochs, or for at most 40 (the epochs each ran: the cost table),"
     )
     # a model whose entry trains it differently: said, and its own epochs are its budget
     config["models"]["a"] = {"train": {"epochs": 20, "decay": "matrices"}}
     assert how_trained(config, {"a": 20, "b": 40}, 4920) == (
-        "each trained for 40 epochs (4920 updates of batches of at most 4096 tokens), "
+        f"each trained for 40 epochs (4920 updates of batches of at most 4096 tokens) {shared}, "
         "`a` with epochs 20, decay matrices,"
+    )
+    # the shared settings as the section sets them; auto names where the resolved one is
+    train |= {"precision": "auto", "lr": 0.001, "weight_decay": 0.1, "decay": "matrices"}
+    assert how_trained(config, {"a": 20, "b": 40}, 4920).startswith(
+        "each trained for 40 epochs (4920 updates of batches of at most 4096 tokens) in bf16 where "
+        "native, else fp32 (auto: each run's manifest says which), at a peak learning rate of 0.001 "
+        "and a weight decay of 0.1 on the weight matrices only, `a` with"
     )
     assert how_summarised([1]).startswith("One seed (1): every number is one run's, a description")
     assert how_summarised([1, 2]).startswith("Means ± sd over seeds")

@@ -252,14 +252,27 @@ def how_trained(config: dict[str, Any], epochs: dict[str, int], steps: int) -> s
     (`epochs`: each model's, first seed)."""
     train = config["train"]
     batches = f"batches of at most {train['max_tokens']} tokens"
-    overrides = own(config, epochs, "train")
-    overrides += "," if overrides else ""  # the sentence goes on
+    overrides = own(config, epochs, "train") + ","  # the sentence goes on
     if ran_their_epochs(config, epochs):
-        return f"each trained for {train['epochs']} epochs ({steps} updates of {batches}){overrides}"
+        return (
+            f"each trained for {train['epochs']} epochs ({steps} updates of {batches}) "
+            f"{trained_with(train)}{overrides}"
+        )
     return (
-        f"each trained on {batches} until its validation loss had not improved for "
-        f"{train['patience']} epochs, or for at most {train['epochs']} (the epochs each ran: "
-        f"the cost table){overrides}"
+        f"each trained on {batches} {trained_with(train)} until its validation loss had not "
+        f"improved for {train['patience']} epochs, or for at most {train['epochs']} (the epochs "
+        f"each ran: the cost table){overrides}"
+    )
+
+
+def trained_with(train: dict[str, Any]) -> str:
+    """The training settings every run shares unless its entry says otherwise, in words:
+    the precision, the peak learning rate and the weight decay and what it shrinks."""
+    precision = {"auto": "bf16 where native, else fp32 (auto: each run's manifest says which)"}
+    shrinks = {"all": "every parameter", "matrices": "the weight matrices only"}
+    return (
+        f"in {precision.get(train['precision'], train['precision'])}, at a peak learning rate of "
+        f"{train['lr']:g} and a weight decay of {train['weight_decay']:g} on {shrinks[train['decay']]}"
     )
 
 
