@@ -247,9 +247,10 @@ def references_table(scores: pd.DataFrame, config: dict[str, Any], models: list[
 
 
 def how_trained(config: dict[str, Any], epochs: dict[str, int], steps: int) -> str:
-    """How long the models trained, in words: a fixed number of epochs (and `steps`, the
-    first model's updates), or until validation stopped improving when a run stopped early
-    (`epochs`: each model's, first seed)."""
+    """How long and how the models trained, in words: a fixed number of epochs (and `steps`,
+    the first model's updates), or until validation stopped improving when a run stopped
+    early (`epochs`: each model's, first seed), with the settings they share (`trained_with`)
+    and those an entry overrides."""
     train = config["train"]
     batches = f"batches of at most {train['max_tokens']} tokens"
     overrides = own(config, epochs, "train") + ","  # the sentence goes on
