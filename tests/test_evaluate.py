@@ -487,6 +487,26 @@ def test_runs_that_disagree_leave_a_contrast_undecided_however_small_each_seeds_
     assert all(p < 0.05 for p in row["bleu_p_seeds"])
 
 
+def test_a_study_is_judged_on_its_tests_own_p_values_which_its_file_keeps_rounded(tmp_path, monkeypatch):
+    """Holm and the verdicts read the tests' p-values as computed; only the file rounds."""
+    import mixnmt.compare
+
+    judge, judged = mixnmt.compare.judge, []
+
+    def spy(rows: list[dict], metric: str, margin: float) -> None:
+        judged.extend(row[f"{metric}_p"] for row in rows)
+        judge(rows, metric, margin)
+
+    monkeypatch.setattr(mixnmt.compare, "judge", spy)
+    refs = write(tmp_path / "ref", REFS * 10)
+    runs = runs_of(tmp_path, a=[GOOD, WORSE, WORSE], b=[WORSE, GOOD, GOOD])
+    output = tmp_path / "c.json"
+    (row,) = contrasts(refs, runs, [("a", "b")], 50, 0.5, "t", output, "bleu", statistic="welch")["contrasts"]
+    (p,) = judged
+    assert p != round(p, 4) and row["bleu_p"] == round(p, 4) and row["bleu_p_holm"] == round(p, 4)
+    assert json.loads(output.read_text())["contrasts"] == [row]
+
+
 def test_identical_runs_are_equivalent_within_the_margin_and_one_run_decides_nothing(tmp_path):
     refs = write(tmp_path / "ref", REFS * 10)
     runs = runs_of(tmp_path, a=[HYPS, HYPS], b=[HYPS, HYPS])
@@ -829,6 +849,31 @@ def test_an_equivalence_is_held_to_holms_family_wise_rate_as_a_difference_is():
     one_run = [contrast(0.5, None, None)]  # a model with one run: p counts as 1
     judge(one_run, "chrf", 1.0)
     assert one_run[0]["chrf_verdict"] == "undecided" and one_run[0]["chrf_tost_p_holm"] == 1.0
+
+
+def test_a_verdict_is_decided_on_the_tests_own_p_values_and_the_file_keeps_them_rounded():
+    """Six contrasts, the smallest p 0.008334: Holm's 6 x 0.008334 = 0.050004 is not below
+    0.05, so no claim; rounded to the file's 4 decimals first (0.0083, 6 x = 0.0498) it
+    would have made one. The file keeps the adjusted p rounded, after the verdict."""
+    from mixnmt.compare import judge, kept
+
+    rows = [{"chrf_delta": 0.8, "chrf_p": 0.008334, "chrf_tost_p": 0.9}]
+    rows += [{"chrf_delta": 0.1, "chrf_p": 0.9, "chrf_tost_p": 0.9} for _ in range(5)]
+    judge(rows, "chrf", 1.0)
+    assert rows[0]["chrf_p_holm"] == pytest.approx(0.050004)
+    assert [row["chrf_verdict"] for row in rows] == ["undecided"] * 6
+    assert kept(rows[0]) == {
+        "chrf_delta": 0.8,
+        "chrf_p": 0.0083,
+        "chrf_tost_p": 0.9,
+        "chrf_p_holm": 0.05,
+        "chrf_tost_p_holm": 1.0,
+        "chrf_hypotheses": 12,
+        "chrf_verdict": "undecided",
+    }
+    rounded_first = [{**row, "chrf_p": round(row["chrf_p"], 4)} for row in rows]
+    judge(rounded_first, "chrf", 1.0)
+    assert rounded_first[0]["chrf_verdict"] == "B better"  # what rounding first would have claimed
 
 
 def test_holm_adjusts_both_hypotheses_of_every_contrast_step_down_with_shaffers_constraint():

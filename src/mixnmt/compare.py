@@ -347,15 +347,16 @@ def judge(rows: list[dict], metric: str, margin: float) -> None:
     Welch's p and the two one-sided tests' p, adjusted together over the contrasts by
     `holm` (`<metric>_p_holm`, `<metric>_tost_p_holm`; a model with one run counts as
     p = 1), so that the study's claims, differences and equivalences alike, err at most at
-    the family-wise ALPHA; `<metric>_hypotheses` counts the hypotheses adjusted together."""
+    the family-wise ALPHA; `<metric>_hypotheses` counts the hypotheses adjusted together.
+    The p-values are the tests' own, unrounded: `kept` rounds them once the verdicts are
+    decided (rounded first, six contrasts' p of 0.00834 would pass as 6 x 0.0083 < ALPHA)."""
     p, tost_p = (
         [1.0 if row[f"{metric}_{t}"] is None else row[f"{metric}_{t}"] for row in rows]
         for t in ("p", "tost_p")
     )
     for row, p_holm, tost_p_holm in zip(rows, *holm(p, tost_p)):
-        row[f"{metric}_p_holm"], row[f"{metric}_tost_p_holm"] = round(p_holm, 4), round(tost_p_holm, 4)
+        row[f"{metric}_p_holm"], row[f"{metric}_tost_p_holm"] = p_holm, tost_p_holm
         row[f"{metric}_hypotheses"] = 2 * len(rows)
-    for row in rows:
         level = {k.removeprefix(f"{metric}_"): v for k, v in row.items() if k.startswith(f"{metric}_")}
         row[f"{metric}_verdict"] = verdict(level, margin)
 
@@ -429,7 +430,7 @@ def contrasts(
         "margin": margin,
         "primary": primary,
         "statistic": statistic,
-        "contrasts": rows,
+        "contrasts": [kept(row) for row in rows],
         "runs": made,
         "commit": code_version(),
     }
@@ -479,25 +480,26 @@ def _described(
 ) -> dict[str, float | None]:
     """Of one metric, both models' mean and sd of their runs' corpus scores, the test of
     `statistic` (against the equivalence `margin`), `detectable`'s (in a Holm family of
-    `tests`) and `bootstrap_runs`', rounded as the contrast file keeps them. `a`, `b`:
+    `tests`) and `bootstrap_runs`', unrounded (`kept` rounds them). `a`, `b`:
     each run's sentence statistics."""
     scores = {side: [corpus_score(metric, x) for x in of] for side, of in (("a", a), ("b", b))}
     row: dict[str, float | None] = {}
     for side, values in scores.items():
-        row[side] = round(float(np.mean(values)), 2)
-        row[f"sd_{side}"] = round(float(np.std(values, ddof=1)), 2) if len(values) > 1 else None
+        row[side] = float(np.mean(values))
+        row[f"sd_{side}"] = float(np.std(values, ddof=1)) if len(values) > 1 else None
     level = STATISTICS[statistic].test(scores["a"], scores["b"], margin)
     level |= detectable(scores["a"], scores["b"], tests, statistic=statistic)
     level |= bootstrap_runs(a, b, metric, resamples, rng)
-    return row | {k: _rounded(k, v) for k, v in level.items()}
+    return row | {k: None if math.isnan(v) else float(v) for k, v in level.items()}  # None: one run
 
 
-def _rounded(key: str, value: float) -> float | None:
-    """A statistic as the contrast file keeps it: p-values to 4 decimals, the rest to 2;
-    None where it is undefined (one run)."""
-    if math.isnan(value):
-        return None
-    return round(value, 4 if key.endswith("p") else 2)
+def kept(row: dict) -> dict:
+    """A contrast as its file keeps it: p-values (Holm's too) to 4 decimals, the other
+    statistics to 2; counts, names and lists as they are."""
+    return {
+        k: round(v, 4 if k.endswith(("p", "p_holm")) else 2) if isinstance(v, float) else v
+        for k, v in row.items()
+    }
 
 
 def bucket_labels(edges: list[int]) -> list[str]:
