@@ -11,6 +11,9 @@ input feeding), the timing of `latent`'s prior, so that `latent` differs from it
 where the mixture sits:
 
     s_t  = GRU([y_{t-1} ; c_{t-1}], s_{t-1})   e_tj = v^T tanh(W s_t + U h_j)   c_0 = 0
+
+`weights: uniform` mixes every source position equally instead, with no scorer: the
+mixture without its weights, c_t = mean_j h_j, the same at every step.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell, additive_keys, a
 from mixnmt.symbols import PAD
 
 Query = Literal["previous", "current"]
+MixWeights = Literal["scored", "uniform"]
 
 
 class Attention(Seq2Seq):
@@ -43,37 +47,41 @@ class Attention(Seq2Seq):
         hidden: PositiveInt = 512,
         dropout: Probability = 0.2,
         query: Query = "previous",
+        weights: MixWeights = "scored",
     ):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.query_from = query
+        self.scored = weights == "scored"
         self.encoder = BiGRU(d_model, hidden)
         self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
-        self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
-        self.query = nn.Linear(hidden, hidden)  # W s_{t-1} (W s_t if query: current)
-        self.score = nn.Linear(hidden, 1, bias=False)  # v
+        if self.scored:
+            self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
+            self.query = nn.Linear(hidden, hidden)  # W s_{t-1} (W s_t if query: current)
+            self.score = nn.Linear(hidden, 1, bias=False)  # v
         self.cell = GRUCell(d_model + 2 * hidden, hidden)
         self.predict = DeepOutput(hidden, 2 * hidden, d_model, dropout)
         self.drop = Dropout(dropout)
 
     @property
     def static_state(self) -> frozenset[str]:
-        return frozenset({"h", "keys", "mask"})
+        return frozenset({"h", "mask"} | ({"keys"} if self.scored else set()))
 
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)
         h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
-        state = {
-            "h": h,
-            "keys": additive_keys(self.keys, h),
-            "mask": mask,
-            "s": torch.tanh(self.init(backward_first)),
-        }
+        state = {"h": h, "mask": mask, "s": torch.tanh(self.init(backward_first))}
+        if self.scored:
+            state["keys"] = additive_keys(self.keys, h)
         return state | ({"c": h.new_zeros(h.size(0), h.size(-1))} if self.query_from == "current" else {})
 
     def attend(self, state: State, s: Tensor) -> tuple[Tensor, Tensor]:
         """Context c_t (B, 2H) and alignment a_t (B, S) for the querying decoder state s (B, H)."""
-        e = additive_scores(self.query, self.score, s, state["keys"])  # (B, S), fp32
-        a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
+        if self.scored:
+            e = additive_scores(self.query, self.score, s, state["keys"])  # (B, S), fp32
+            a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
+        else:
+            a = state["mask"].float()
+            a = a / a.sum(-1, keepdim=True)  # 1/S over the source's words, whatever s
         return weighted_mean(a, state["h"]), a
 
     def advance(self, state: State, e: Tensor) -> tuple[Tensor, Tensor, Tensor]:
