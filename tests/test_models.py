@@ -242,7 +242,14 @@ def test_every_architecture_has_a_comparable_size_in_config_yaml():
 
 
 @pytest.mark.parametrize(
-    "overlay", [None, "experiments/cpu.yaml", "experiments/cpu-reference.yaml", "experiments/gpu-slot.yaml"]
+    "overlay",
+    [
+        None,
+        "experiments/cpu.yaml",
+        "experiments/cpu-reference.yaml",
+        "experiments/gpu-slot.yaml",
+        "experiments/cpu-uniform.yaml",
+    ],
 )
 def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(overlay):
     """A contrast changes one thing: not the model's size as well (docs/models.md, section 6)."""
