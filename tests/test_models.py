@@ -249,6 +249,7 @@ def test_every_architecture_has_a_comparable_size_in_config_yaml():
         "experiments/cpu-reference.yaml",
         "experiments/gpu-slot.yaml",
         "experiments/cpu-uniform.yaml",
+        "experiments/cpu-three-contexts.yaml",
     ],
 )
 def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(overlay):
