@@ -241,30 +241,35 @@ def test_every_architecture_has_a_comparable_size_in_config_yaml():
     assert max(sizes.values()) <= 1.5 * min(sizes.values()), sizes
 
 
-@pytest.mark.parametrize(
-    "overlay",
-    [
-        None,
-        "experiments/cpu.yaml",
-        "experiments/cpu-reference.yaml",
-        "experiments/gpu-slot.yaml",
-        "experiments/cpu-uniform.yaml",
-        "experiments/cpu-three-contexts.yaml",
-    ],
-)
+OVERLAYS = sorted(p.name for p in (ROOT / "experiments").glob("*.yaml"))
+BASE = {"remedies.yaml": "cpu.yaml"}  # an overlay on another overlay (docs/configuration.md)
+SIZE_APART = {  # contrasts declared to change the size, each with where it says so
+    "cpu-width.yaml": {"mixture2-summary-gated vs mixture2-summary-gated-wide"},  # the width is the knob
+    **{  # first order against second at equal width, not equal size (the file says why)
+        f"cpu-order-width{tail}.yaml": {"mixture-summary-gated vs mixture2-summary-gated-wide"}
+        for tail in ("", "-long", "-replication")
+    },
+    "cpu-rnn-attention.yaml": {"rnn vs attention"},  # 23%, declared without a width; its section says so
+}
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS])
 def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(overlay):
-    """A contrast changes one thing: not the model's size as well (docs/models.md, section 6)."""
+    """A contrast changes one thing: not the model's size as well (docs/models.md, section 6),
+    unless its experiment declares the size as what it changes (SIZE_APART, which must not go stale)."""
     from snakemake.utils import update_config
 
     config = copy.deepcopy(CONFIG)
-    if overlay:  # merged as `snakemake --configfile` merges it
-        update_config(config, yaml.safe_load((ROOT / overlay).read_text()))
+    for name in (BASE.get(overlay), overlay):  # merged as `snakemake --configfile` merges them
+        if name:
+            update_config(config, yaml.safe_load((ROOT / "experiments" / name).read_text()))
     vocab = config["spm"]["vocab_size"]
     apart = {}
     for a, b in config["analysis"]["contrasts"]:
         sizes = [size_without_embeddings(name, config["models"], vocab) for name in (a, b)]
         apart[f"{a} vs {b}"] = max(sizes) / min(sizes) - 1
-    assert max(apart.values()) <= 0.1, {k: f"{v:.1%}" for k, v in apart.items() if v > 0.1}
+    over = {k for k, v in apart.items() if v > 0.1}
+    assert over == SIZE_APART.get(overlay, set()), {k: f"{v:.1%}" for k, v in apart.items() if v > 0.1}
 
 
 @pytest.mark.parametrize(  # the mixtures: "stay", then K learned components, on a component axis
