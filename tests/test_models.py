@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-import yaml
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
@@ -254,15 +253,13 @@ SIZE_APART = {  # contrasts declared to change the size, each with where it says
 
 
 @pytest.mark.parametrize("overlay", [None, *OVERLAYS])
-def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(overlay):
+def test_every_contrast_is_within_ten_percent_of_parameters_without_embeddings(overlay, monkeypatch):
     """A contrast changes one thing: not the model's size as well (docs/models.md, section 6),
     unless its experiment declares the size as what it changes (SIZE_APART, which must not go stale)."""
-    from snakemake.utils import update_config
+    from mixnmt.config import load
 
-    config = copy.deepcopy(CONFIG)
-    for name in (BASE.get(overlay), overlay):  # merged as `snakemake --configfile` merges them
-        if name:
-            update_config(config, yaml.safe_load((ROOT / "experiments" / name).read_text()))
+    monkeypatch.chdir(ROOT)
+    config = load(*(ROOT / "experiments" / name for name in (BASE.get(overlay), overlay) if name))
     vocab = config["spm"]["vocab_size"]
     apart = {}
     for a, b in config["analysis"]["contrasts"]:
