@@ -414,6 +414,35 @@ def test_additive_attention_is_bahdanaus_without_a_tanh_over_the_source():
     assert torch.ops.aten.tanh not in ops.calls and torch.ops.aten.tanh_ not in ops.calls
 
 
+@pytest.mark.parametrize("weights", ["uniform", "final"])
+def test_a_fixed_context_reads_what_it_says_whatever_the_query(weights):
+    """`weights: uniform` is mean_j h_j and `weights: final` each direction's final state,
+    [h_fwd_S ; h_bwd_1] (rnn's one vector before its bridge), as a sentence read alone
+    gives them, the same for every decoder state; its alignment sums to 1 over the real
+    positions. Both drop the scorer, so the two are one size: a one-knob contrast."""
+    src, _ = batch()
+    arch = next(a for a, cls in REGISTRY.items() if hasattr(cls, "attend"))  # additive attention
+    hparams = {"d_model": 32, "hidden": 48, "dropout": 0.0}
+    model = build(arch, {**hparams, "weights": weights}, VOCAB, VOCAB, True)
+    state = model.encode(src)
+    (c, a), (c_again, a_again) = (model.attend(state, torch.randn(3, 48)) for _ in range(2))
+    assert torch.equal(c, c_again) and torch.equal(a, a_again)
+    torch.testing.assert_close(a.sum(-1), torch.ones(3))
+    assert a[src == PAD].eq(0).all()
+    for b, sentence in enumerate(src):
+        words = model.embed(model.src_embed, sentence[sentence != PAD][None])  # (1, S, d)
+        forward = model.encoder.left_to_right(words)[0][0]  # (S, H)
+        backward = model.encoder.right_to_left(words.flip(1))[0][0].flip(0)  # (S, H)
+        h = torch.cat([forward, backward], dim=-1)  # (S, 2H)
+        alone = h.mean(0) if weights == "uniform" else torch.cat([forward[-1], backward[0]])
+        torch.testing.assert_close(c[b], alone, rtol=1e-5, atol=1e-6)
+    sizes = {
+        sum(p.numel() for p in build(arch, {**hparams, "weights": w}, VOCAB, VOCAB, True).parameters())
+        for w in ("uniform", "final")
+    }
+    assert len(sizes) == 1
+
+
 MIXTURE = next(
     arch for arch in REGISTRY if "qk_norm" in resolve(arch, None)[1]
 )  # the first with the remedies

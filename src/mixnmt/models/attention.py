@@ -13,7 +13,9 @@ where the mixture sits:
     s_t  = GRU([y_{t-1} ; c_{t-1}], s_{t-1})   e_tj = v^T tanh(W s_t + U h_j)   c_0 = 0
 
 `weights: uniform` mixes every source position equally instead, with no scorer: the
-mixture without its weights, c_t = mean_j h_j, the same at every step.
+mixture without its weights, c_t = mean_j h_j, the same at every step. `weights: final`
+reads each direction's final state instead, c_t = [h_fwd_S ; h_bwd_1], the same at every
+step: the one vector of `rnn` (before its bridge) in attention's decoder.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from mixnmt.models.recurrent import BiGRU, DeepOutput, GRUCell, additive_keys, a
 from mixnmt.symbols import PAD
 
 Query = Literal["previous", "current"]
-MixWeights = Literal["scored", "uniform"]
+MixWeights = Literal["scored", "uniform", "final"]
 
 
 class Attention(Seq2Seq):
@@ -51,6 +53,7 @@ class Attention(Seq2Seq):
     ):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.query_from = query
+        self.weights = weights
         self.scored = weights == "scored"
         self.encoder = BiGRU(d_model, hidden)
         self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
@@ -64,18 +67,25 @@ class Attention(Seq2Seq):
 
     @property
     def static_state(self) -> frozenset[str]:
-        return frozenset({"h", "mask"} | ({"keys"} if self.scored else set()))
+        per_sentence = {"scored": {"keys"}, "final": {"final", "ends"}}.get(self.weights, set())
+        return frozenset({"h", "mask"} | per_sentence)
 
     def encode(self, src: Tensor) -> State:
         mask = source_mask(src)
-        h, _, backward_first = self.encoder(self.drop(self.embed(self.src_embed, src)), mask)  # (B, S, 2H)
+        x = self.drop(self.embed(self.src_embed, src))
+        h, forward_last, backward_first = self.encoder(x, mask)  # (B, S, 2H); (B, H) each
         state = {"h": h, "mask": mask, "s": torch.tanh(self.init(backward_first))}
         if self.scored:
             state["keys"] = additive_keys(self.keys, h)
+        if self.weights == "final":
+            state["final"] = torch.cat([forward_last, backward_first], dim=-1)  # (B, 2H)
+            state["ends"] = final_positions(mask)
         return state | ({"c": h.new_zeros(h.size(0), h.size(-1))} if self.query_from == "current" else {})
 
     def attend(self, state: State, s: Tensor) -> tuple[Tensor, Tensor]:
         """Context c_t (B, 2H) and alignment a_t (B, S) for the querying decoder state s (B, H)."""
+        if self.weights == "final":
+            return state["final"], state["ends"]  # the same whatever s
         if self.scored:
             e = additive_scores(self.query, self.score, s, state["keys"])  # (B, S), fp32
             a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
@@ -115,3 +125,13 @@ class Attention(Seq2Seq):
         e = self.drop(self.embed(self.tgt_embed, y))
         s, c, _ = self.advance(state, e)
         return self.output(self.predict(s, c, e)), state | self.carried(s, c)
+
+
+def final_positions(mask: Tensor) -> Tensor:
+    """Where `weights: final` reads (B, S): half at the first source position, where the
+    backward direction ends, half at the last real one, where the forward direction ends
+    (all of it at position 1 for a one-word source)."""
+    ends = mask.new_zeros(mask.shape, dtype=torch.float32)
+    ends[:, 0] = 0.5
+    ends[torch.arange(mask.size(0), device=mask.device), mask.sum(1) - 1] += 0.5
+    return ends
