@@ -443,6 +443,28 @@ def test_a_fixed_context_reads_what_it_says_whatever_the_query(weights):
     assert len(sizes) == 1
 
 
+@pytest.mark.parametrize("bridge", [True, False])
+def test_the_simple_rnn_reads_its_bridge_or_the_final_states_and_starts_from_the_bridge(bridge):
+    """`rnn` starts from s_0 = tanh(W [h_fwd_S ; h_bwd_1]) either way, and reads at every
+    step that vector (`bridge: true`, Cho et al.) or the final states themselves
+    (`bridge: false`: attention's `weights: final` context)."""
+    src, _ = batch()
+    arch = next(a for a, cls in REGISTRY.items() if "bridge" in resolve(a, None)[1])  # the simple RNN
+    model = build(arch, {"d_model": 32, "hidden": 48, "dropout": 0.0, "bridge": bridge}, VOCAB, VOCAB, True)
+    state = model.encode(src)
+    for b, sentence in enumerate(src):
+        words = model.embed(model.src_embed, sentence[sentence != PAD][None])  # (1, S, d)
+        ends = torch.cat(
+            [
+                model.encoder.left_to_right(words)[0][0, -1],
+                model.encoder.right_to_left(words.flip(1))[0][0, -1],
+            ]
+        )  # [h_fwd_S ; h_bwd_1] (2H), the sentence read alone
+        first = torch.tanh(model.bridge(ends))
+        torch.testing.assert_close(state["s"][b], first, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(state["c"][b], first if bridge else ends, rtol=1e-5, atol=1e-6)
+
+
 MIXTURE = next(
     arch for arch in REGISTRY if "qk_norm" in resolve(arch, None)[1]
 )  # the first with the remedies
