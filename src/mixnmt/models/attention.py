@@ -54,10 +54,9 @@ class Attention(Seq2Seq):
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.query_from = query
         self.weights = weights
-        self.scored = weights == "scored"
         self.encoder = BiGRU(d_model, hidden)
         self.init = nn.Linear(hidden, hidden)  # s_0 = tanh(W_s h_bwd_1)
-        if self.scored:
+        if self.weights == "scored":
             self.keys = nn.Linear(2 * hidden, hidden, bias=False)  # U h_j
             self.query = nn.Linear(hidden, hidden)  # W s_{t-1} (W s_t if query: current)
             self.score = nn.Linear(hidden, 1, bias=False)  # v
@@ -75,7 +74,7 @@ class Attention(Seq2Seq):
         x = self.drop(self.embed(self.src_embed, src))
         h, forward_last, backward_first = self.encoder(x, mask)  # (B, S, 2H); (B, H) each
         state = {"h": h, "mask": mask, "s": torch.tanh(self.init(backward_first))}
-        if self.scored:
+        if self.weights == "scored":
             state["keys"] = additive_keys(self.keys, h)
         if self.weights == "final":
             state["final"] = torch.cat([forward_last, backward_first], dim=-1)  # (B, 2H)
@@ -86,7 +85,7 @@ class Attention(Seq2Seq):
         """Context c_t (B, 2H) and alignment a_t (B, S) for the querying decoder state s (B, H)."""
         if self.weights == "final":
             return state["final"], state["ends"]  # the same whatever s
-        if self.scored:
+        if self.weights == "scored":
             e = additive_scores(self.query, self.score, s, state["keys"])  # (B, S), fp32
             a = e.masked_fill(~state["mask"], -math.inf).softmax(-1)
         else:

@@ -5,7 +5,7 @@ attention was invented to remove. No mixture anywhere. With `source: initial` th
 decoder sees c only as its first state (s_0 = c; it reads y_{t-1} alone and predicts from
 s_t and y_{t-1}): the gated twin of the mixture cell whose source reaches it only in h_0.
 With `bridge: false` the decoder reads the final states themselves at every step,
-c = [h_fwd_S ; h_bwd_1] (2H wide), and the bridge makes only its first state: the one
+c = [h_fwd_T ; h_bwd_1] (2H wide), and the bridge makes only its first state: the one
 vector as attention's decoder reads it with `weights: final`.
 """
 
