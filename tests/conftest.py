@@ -4,6 +4,8 @@ the models and settings the tests use, taken from the configs (no roster of our 
 from __future__ import annotations
 
 import ast
+import functools
+import math
 import os
 import re
 import shutil
@@ -34,10 +36,11 @@ FAST = "transformer"  # the tiny model that single-model tests train and decode:
 OPS_PER_STEP = {"rnn": 1.95, "mixture": 2.74, "mixture2": 5.06, "attention": 2.22}
 
 
-def covering(settings: dict[str, list], strength: int = 3) -> list[dict]:
+def covering(settings: dict[str, list], strength: int = 3, allowed=lambda knobs: True) -> list[dict]:
     """Combinations of the settings in which every `strength` knobs (or all of them, if
-    fewer) take every combination of their values at least once: a covering array,
-    greedily from the full product, first combination first."""
+    fewer) take every combination of their values at least once that some `allowed`
+    combination has: a covering array, greedily from the allowed part of the full
+    product, first combination first."""
     import itertools
 
     names = list(settings)
@@ -46,7 +49,7 @@ def covering(settings: dict[str, list], strength: int = 3) -> list[dict]:
     def covers(values: tuple) -> set:
         return {tuple((k, values[k]) for k in ks) for ks in itertools.combinations(range(len(names)), t)}
 
-    product = list(itertools.product(*settings.values()))
+    product = [v for v in itertools.product(*settings.values()) if allowed(dict(zip(names, v)))]
     uncovered = set().union(*map(covers, product))
     chosen = []
     while uncovered:
@@ -59,9 +62,18 @@ def covering(settings: dict[str, list], strength: int = 3) -> list[dict]:
 def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
     """Every tiny model, and for those with knobs (enum and boolean hyperparameters, and
     counts that may be 0) the combinations of their settings in which every three knobs
-    (two, if there are only three) take all their joint settings (`covering`), named like
+    (two, if there are only three) take all the joint settings the model accepts
+    (`covering`; rnn's `project` needs `bridge: false`), named like
     "mixture[components=0,bidirectional=True,source=states,...]"."""
-    from mixnmt.models import hyperparameter_schemas
+    from mixnmt import MixnmtError
+    from mixnmt.models import check, hyperparameter_schemas
+
+    def accepted(name: str, entry: dict, knobs: dict) -> bool:
+        try:
+            check(name, {**entry, **knobs})
+        except MixnmtError:
+            return False
+        return True
 
     variants = {}
     for name, entry in models.items():
@@ -75,10 +87,12 @@ def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
             elif schema.get("type") == "integer" and schema.get("minimum") == 0:
                 settings[key] = [0, hparams[key]]
         variants[name] = entry
-        # three knobs (latent's feed, top_k, candidates): every pair of them, 9 of the 18
-        # combinations, since strength 3 would be the whole product
-        strength = 2 if len(settings) == 3 else 3
-        for knobs in covering(settings, strength) if settings else []:
+        # three knobs with many settings (latent's feed, top_k, candidates): every pair of
+        # them, 9 of the 18 combinations, since strength 3 would be the whole product; three
+        # switches (rnn's source, bridge, project) are the whole product, 5 of 8 accepted
+        strength = 2 if len(settings) == 3 and math.prod(map(len, settings.values())) > 8 else 3
+        allowed = functools.partial(accepted, name, {"arch": arch, **entry})
+        for knobs in covering(settings, strength, allowed) if settings else []:
             if any(hparams[k] != v for k, v in knobs.items()):
                 variants[f"{name}[{','.join(f'{k}={v}' for k, v in knobs.items())}]"] = {
                     "arch": arch,

@@ -220,6 +220,10 @@ def test_impossible_hyperparameters_name_the_architecture():
     arch = next(a for a in REGISTRY if "heads" in resolve(a, None)[1])
     with pytest.raises(MixnmtError, match=f"models.{arch}: d_model=30 is not divisible by heads=4"):
         build(arch, {**resolve(arch, None)[1], "d_model": 30, "heads": 4}, VOCAB, VOCAB, True)
+    arch = next(a for a in REGISTRY if "project" in resolve(a, None)[1])
+    needs = "project: true needs bridge: false and source: every_step"
+    with pytest.raises(MixnmtError, match=f"models.{arch}: {needs}"):
+        build(arch, {**resolve(arch, None)[1], "project": True}, VOCAB, VOCAB, True)
 
 
 def size_without_embeddings(name: str, models: dict, vocab: int) -> int:
@@ -443,14 +447,16 @@ def test_a_fixed_context_reads_what_it_says_whatever_the_query(weights):
     assert len(sizes) == 1
 
 
-@pytest.mark.parametrize("bridge", [True, False])
-def test_the_simple_rnn_reads_its_bridge_or_the_final_states_and_starts_from_the_bridge(bridge):
+@pytest.mark.parametrize(("bridge", "project"), [(True, False), (False, False), (False, True)])
+def test_the_simple_rnn_reads_its_bridge_or_the_final_states_and_starts_from_the_bridge(bridge, project):
     """`rnn` starts from s_0 = tanh(W [h_fwd_S ; h_bwd_1]) either way, and reads at every
-    step that vector (`bridge: true`, Cho et al.) or the final states themselves
-    (`bridge: false`: attention's `weights: final` context)."""
+    step that vector (`bridge: true`, Cho et al.), the final states themselves (`bridge:
+    false`: attention's `weights: final` context) or their own tanh layer at their width
+    (`project: true`, c = tanh(W_c [h_fwd_S ; h_bwd_1]))."""
     src, _ = batch()
     arch = next(a for a, cls in REGISTRY.items() if "bridge" in resolve(a, None)[1])  # the simple RNN
-    model = build(arch, {"d_model": 32, "hidden": 48, "dropout": 0.0, "bridge": bridge}, VOCAB, VOCAB, True)
+    hparams = {"d_model": 32, "hidden": 48, "dropout": 0.0, "bridge": bridge, "project": project}
+    model = build(arch, hparams, VOCAB, VOCAB, True)
     state = model.encode(src)
     for b, sentence in enumerate(src):
         words = model.embed(model.src_embed, sentence[sentence != PAD][None])  # (1, S, d)
@@ -462,7 +468,9 @@ def test_the_simple_rnn_reads_its_bridge_or_the_final_states_and_starts_from_the
         )  # [h_fwd_S ; h_bwd_1] (2H), the sentence read alone
         first = torch.tanh(model.bridge(ends))
         torch.testing.assert_close(state["s"][b], first, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(state["c"][b], first if bridge else ends, rtol=1e-5, atol=1e-6)
+        c = first if bridge else torch.tanh(model.project(ends)) if project else ends
+        torch.testing.assert_close(state["c"][b], c, rtol=1e-5, atol=1e-6)
+        assert c.shape == (48 if bridge else 96,)
 
 
 MIXTURE = next(

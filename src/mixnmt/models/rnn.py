@@ -6,7 +6,9 @@ decoder sees c only as its first state (s_0 = c; it reads y_{t-1} alone and pred
 s_t and y_{t-1}): the gated twin of the mixture cell whose source reaches it only in h_0.
 With `bridge: false` the decoder reads the final states themselves at every step,
 c = [h_fwd_T ; h_bwd_1] (2H wide), and the bridge makes only its first state: the one
-vector as attention's decoder reads it with `weights: final`.
+vector as attention's decoder reads it with `weights: final`. `project: true` (with
+`bridge: false`) gives that c a tanh layer of its own at its width, c = tanh(W_c [h_fwd_T ;
+h_bwd_1]): the bridge's layer without its squeeze into H.
 """
 
 from __future__ import annotations
@@ -31,14 +33,18 @@ class RNN(Seq2Seq):
         hidden: PositiveInt = 512,
         source: Literal["every_step", "initial"] = "every_step",
         bridge: bool = True,
+        project: bool = False,
         dropout: Probability = 0.2,
     ):
+        if project and (bridge or source != "every_step"):
+            raise ValueError("project: true needs bridge: false and source: every_step")
         super().__init__(src_vocab, tgt_vocab, shared_vocab, d_model)
         self.every_step = source == "every_step"
         self.bridged = bridge
         context = (hidden if bridge else 2 * hidden) if self.every_step else 0  # c's width where read
         self.encoder = BiGRU(d_model, hidden)
         self.bridge = nn.Linear(2 * hidden, hidden)  # s_0 = tanh(W [h_fwd_T ; h_bwd_1]), c if bridged
+        self.project = nn.Linear(2 * hidden, 2 * hidden) if project else None  # c = tanh(W_c [...])
         self.decoder = GRU(d_model + context, hidden, batch_first=True)  # reads [y_{t-1} ; c]
         self.predict = DeepOutput(hidden, context, d_model, dropout)
         self.drop = Dropout(dropout)
@@ -54,7 +60,9 @@ class RNN(Seq2Seq):
         )
         ends = torch.cat([forward_last, backward_first], dim=-1)  # (B, 2H)
         s_0 = torch.tanh(self.bridge(ends))
-        return (s_0 if self.bridged else ends), s_0
+        if self.bridged:
+            return s_0, s_0
+        return (ends if self.project is None else torch.tanh(self.project(ends))), s_0
 
     def teacher_forcing(self, src: Tensor, tgt: Tensor, keep_weights: bool = False) -> tuple[Tensor, Weights]:
         c, s_0 = self.summary(src)
