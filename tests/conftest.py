@@ -62,8 +62,8 @@ def covering(settings: dict[str, list], strength: int = 3, allowed=lambda knobs:
 def knob_variants(models: dict[str, dict]) -> dict[str, dict]:
     """Every tiny model, and for those with knobs (enum and boolean hyperparameters, and
     counts that may be 0) the combinations of their settings in which every three knobs
-    (two, if there are only three) take all the joint settings the model accepts
-    (`covering`; rnn's `project` needs `bridge: false`), named like
+    (two, if there are only three with more than 8 combinations) take all the joint
+    settings the model accepts (`covering`; rnn's `project` needs `bridge: false`), named like
     "mixture[components=0,bidirectional=True,source=states,...]"."""
     from mixnmt import MixnmtError
     from mixnmt.models import check, hyperparameter_schemas
