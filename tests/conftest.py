@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ FAST = "transformer"  # the tiny model that single-model tests train and decode:
 OPS_PER_STEP = {"rnn": 1.95, "mixture": 2.74, "mixture2": 5.06, "attention": 2.22}
 
 
-def covering(settings: dict[str, list], strength: int = 3, allowed=lambda knobs: True) -> list[dict]:
+def covering(
+    settings: dict[str, list], strength: int = 3, allowed: Callable[[dict], bool] = lambda knobs: True
+) -> list[dict]:
     """Combinations of the settings in which every `strength` knobs (or all of them, if
     fewer) take every combination of their values at least once that some `allowed`
     combination has: a covering array, greedily from the allowed part of the full
