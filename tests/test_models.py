@@ -473,6 +473,30 @@ def test_the_simple_rnn_reads_its_bridge_or_the_final_states_and_starts_from_the
         assert c.shape == (48 if bridge else 96,)
 
 
+def test_attention_around_the_final_states_is_the_unbridged_rnn_but_for_its_first_state():
+    """`weights: final` attention and `bridge: false` rnn (the contrast of the decoder
+    studies) differ in one design besides their widths: attention starts from tanh(W_s
+    h_bwd_1), rnn from its bridge tanh(W [h_fwd_S ; h_bwd_1]). Given the same weights and a
+    bridge blind to h_fwd_S they give the same logits; with h_fwd_S seen, different ones."""
+    src, tgt = batch()
+    rnn = next(a for a in REGISTRY if "bridge" in resolve(a, None)[1])  # the simple RNN
+    attention = next(a for a, cls in REGISTRY.items() if hasattr(cls, "attend"))  # additive attention
+    hparams = {"d_model": 32, "hidden": 48, "dropout": 0.0}
+    reading = build(rnn, {**hparams, "bridge": False}, VOCAB, VOCAB, True)
+    attending = build(attention, {**hparams, "weights": "final"}, VOCAB, VOCAB, True)
+    theirs = attending.state_dict()
+    shared = {k: v for k, v in theirs.items() if k in reading.state_dict()}  # embeddings, encoder, output
+    gru = zip(reading.decoder.state_dict(), attending.cell.state_dict().values())  # one GRU's weights
+    w_s = theirs["init.weight"]  # (H, H)
+    blind = {"bridge.weight": torch.cat([torch.zeros_like(w_s), w_s], 1), "bridge.bias": theirs["init.bias"]}
+    reading.load_state_dict(shared | {f"decoder.{k}": v for k, v in gru} | blind)  # strict: every weight
+    logits = attending.teacher_forcing(src, tgt)[0]
+    torch.testing.assert_close(reading.teacher_forcing(src, tgt)[0], logits, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        reading.bridge.weight[:, : hparams["hidden"]].normal_()  # the bridge now reads h_fwd_S too
+    assert not torch.allclose(reading.teacher_forcing(src, tgt)[0], logits, rtol=1e-3, atol=1e-3)
+
+
 MIXTURE = next(
     arch for arch in REGISTRY if "qk_norm" in resolve(arch, None)[1]
 )  # the first with the remedies
