@@ -397,6 +397,23 @@ def test_a_config_file_that_is_not_plain_utf8_yaml_is_refused_in_one_line(tmp_pa
     assert str(error.value) == f"{path}: {message}"
 
 
+def test_a_config_read_twice_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path):
+    """`read` parses a text once a process (checking every study reads each overlay once per
+    study), yet what a caller changes never reaches the next reader, and a file rewritten
+    in place is read anew."""
+    from mixnmt.config import parsed, read
+
+    path = tmp_path / "overlay.yaml"
+    path.write_text("train: {epochs: 3}\nseeds: [1, 2]\n")
+    first = read(path)
+    first["train"]["epochs"], first["seeds"][0] = 99, 99
+    hits = parsed.cache_info().hits
+    assert read(path) == {"train": {"epochs": 3}, "seeds": [1, 2]}
+    assert parsed.cache_info().hits == hits + 1
+    path.write_text("train: {epochs: 4}\nseeds: [1, 2]\n")  # the same size, at once
+    assert read(path)["train"]["epochs"] == 4
+
+
 @pytest.mark.parametrize(
     "entry",
     [

@@ -9,6 +9,7 @@ import io
 import subprocess
 import sys
 import tokenize
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -98,12 +99,19 @@ CONFIGS = [None, *sorted((ROOT / "experiments").glob("*.yaml")), ROOT / "tests" 
 
 
 @pytest.mark.parametrize("overlay", CONFIGS, ids=lambda p: p and str(p.relative_to(ROOT)) or "config.yaml")
-def test_snakemakes_linter_passes_the_workflow_under_every_config(overlay):
-    """The workflow's hygiene as Snakemake's linter sees it, with each experiment's config."""
-    command = [sys.executable, "-m", "snakemake", "--lint", *(["--configfile", overlay] if overlay else [])]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    said = done.stdout + done.stderr
-    assert done.returncode == 0 and "Congratulations, your workflow is in a good condition" in said, said
+def test_snakemakes_linter_passes_the_workflow_under_every_config(overlay, monkeypatch):
+    """The workflow's hygiene as Snakemake's linter sees it, with each experiment's config:
+    `snakemake --lint`, through its API in this process (a subprocess each took 2.3 s of
+    CI's 20 minutes, over 50 configs)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+    monkeypatch.chdir(ROOT)
+    said, configs = io.StringIO(), ConfigSettings(configfiles=[overlay] if overlay else [])
+    with redirect_stdout(said), redirect_stderr(said), SnakemakeApi(OutputSettings()) as api:
+        linted = api.workflow(ResourceSettings(cores=1), configs, snakefile=ROOT / "Snakefile").lint()
+    text = said.getvalue()
+    assert not linted and "Congratulations, your workflow is in a good condition" in text, text
 
 
 def test_the_workflow_is_formatted_as_snakefmt_formats_it():

@@ -5,6 +5,7 @@ runs `check` after the schema), and its sections as typed settings (`config_sect
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -205,7 +206,7 @@ for their settings."""
 def schema(path: str | Path = SCHEMA) -> dict[str, Any]:
     """The config's JSON schema: the file at `path`, with the sections of SETTINGS derived
     from their dataclasses."""
-    rules = yaml.safe_load(Path(path).read_text())
+    rules = copy.deepcopy(parsed(Path(path).read_text()))
     for name, (cls, exclude) in SETTINGS.items():
         rules["properties"][name] = settings_schema(cls, exclude)
     entry = rules["properties"]["models"]["additionalProperties"]["properties"]
@@ -306,7 +307,7 @@ def read(path: str | Path) -> dict[str, Any]:
     a mapping, with a key given twice, nested more than MAX_DEPTH deep or expanding to
     more than MAX_NODES values."""
     try:
-        config = yaml.load(Path(path).read_text(encoding="utf-8"), UniqueKeyLoader) or {}
+        config = parsed(Path(path).read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise MixnmtError(
             f"{path}: cannot read the config ({e.strerror}); run from the repository root"
@@ -325,7 +326,15 @@ def read(path: str | Path) -> dict[str, Any]:
         raise MixnmtError(f"{path}: expands to more than {MAX_NODES} values (YAML aliases?); refused")
     if depth(config) > MAX_DEPTH:
         raise MixnmtError(f"{path}: nested more than {MAX_DEPTH} deep; refused")
-    return config
+    return copy.deepcopy(config)
+
+
+@functools.lru_cache(maxsize=256)
+def parsed(text: str) -> Any:
+    """YAML `text` as UniqueKeyLoader reads it, parsed once a process (checking every
+    published study reads config.yaml, the schema and every overlay once per study);
+    callers copy what they change."""
+    return yaml.load(text, UniqueKeyLoader)
 
 
 def merge(config: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
