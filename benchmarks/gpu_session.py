@@ -154,7 +154,8 @@ def snakemake(directory: Path, *args: str | Path) -> list[str | Path]:
 
 def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dict:
     """Train the tiny experiment twice under two names (with --quick its first model for
-    20 steps); compare the checkpoints byte for byte."""
+    20 steps), in bf16 where the device computes it (tiny.yaml's fp32 suits CPUs; the
+    studies on a GPU train in bf16); compare the checkpoints byte for byte."""
     data = directory / "data" / "tiny-source"
     subprocess.run([sys.executable, ROOT / "tests" / "tinydata.py", data], check=True, capture_output=True)
     tiny = yaml.safe_load((ROOT / "tests" / "tiny.yaml").read_text())
@@ -162,7 +163,7 @@ def determinism(directory: Path, out: Path, deadline: float, quick: bool) -> dic
     for run in ("determinism-1", "determinism-2"):
         shutil.rmtree(directory / "results" / run, ignore_errors=True)  # an earlier session's: train anew
         first = Layout(f"results/{run}").checkpoint(tiny["only"][0], tiny["seeds"][0])
-        settings = [f"experiment={run}", *(["max_steps=20"] if quick else [])]
+        settings = [f"experiment={run}", "train={precision: auto}", *(["max_steps=20"] if quick else [])]
         command = snakemake(
             directory,
             *([first] if quick else ["--until", "train"]),

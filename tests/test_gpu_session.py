@@ -187,11 +187,16 @@ def test_a_session_that_would_pack_or_write_the_wrong_place_stops_at_once(
 
 
 def test_the_determinism_check_trains_anew_over_an_earlier_sessions_checkpoints(tmp_path, monkeypatch):
-    """A second session in one folder retrains, rather than comparing the first one's checkpoints."""
+    """A second session in one folder retrains, rather than comparing the first one's
+    checkpoints; it trains in bf16 where the device computes it, as the GPU studies do,
+    not in the fp32 that tiny.yaml chose for CPUs."""
     stale = tmp_path / "results" / "determinism-1" / "checkpoints" / "old.pt"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"from an earlier session")
     seen = []
-    monkeypatch.setattr(gpu_session, "run_until", lambda command, *_: seen.append(stale.exists()) or 1)
+    monkeypatch.setattr(gpu_session, "run_until", lambda cmd, *_: seen.append((cmd, stale.exists())) or 1)
     verdict = gpu_session.determinism(tmp_path, tmp_path, time.time() + 60, quick=True)
-    assert verdict["verdict"] == "failed" and seen == [False]
+    ((command, stale_there),) = seen
+    assert verdict["verdict"] == "failed" and not stale_there
+    given = command[command.index("--config") + 1 : command.index("--resources")]
+    assert "train={precision: auto}" in given
